@@ -1,0 +1,114 @@
+"""`lmaudit build`: run `dbt build` in-process on the warehouse, with progress and a one-line summary.
+
+dbt runs through its Python runner (`dbtRunner`), so the same interpreter, the same installed dbt and the
+same environment serve the CLI, the tests and a cron job. dbt's target and log folders go into the
+warehouse folder, never into the repository, so two warehouses can be built side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.errors import UserError
+from ingest.home import ENV_HOME, project_dir
+from ingest.lake import Lake
+
+
+@dataclass
+class BuildResult:
+    success: bool
+    counts: Counter = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        parts = [f"{n} {k}" for k, n in sorted(self.counts.items())]
+        state = "ok" if self.success else "FAILED"
+        return f"dbt build {state}: {', '.join(parts) or 'nothing to do'} in {self.seconds:.1f}s"
+
+
+@contextmanager
+def _dbt_environment(home: Path):
+    saved = {k: os.environ.get(k) for k in (ENV_HOME, "DBT_TARGET_PATH", "DBT_LOG_PATH", "DBT_SEND_ANONYMOUS_USAGE_STATS")}
+    os.environ[ENV_HOME] = str(home)
+    os.environ["DBT_TARGET_PATH"] = str(home / "dbt" / "target")
+    os.environ["DBT_LOG_PATH"] = str(home / "dbt" / "logs")
+    os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_dbt(home: Path, args: Sequence[str], on_event=None):
+    """Invoke dbt with the project's own profile; returns dbt's result object."""
+    from dbt.cli.main import dbtRunner
+
+    proj = project_dir()
+    home.mkdir(parents=True, exist_ok=True)
+    Lake(home).init()
+    with _dbt_environment(home):
+        runner = dbtRunner(callbacks=[on_event] if on_event else [])
+        return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet"])
+
+
+def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), full_refresh: bool = False,
+          vars_: str | None = None, progress: bool = True) -> BuildResult:
+    """`dbt build` over the warehouse: models, tests, unit tests (and seeds where present)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    args = ["build"]
+    if select:
+        args += ["--select", *select]
+    if exclude:
+        args += ["--exclude", *exclude]
+    if full_refresh:
+        args.append("--full-refresh")
+    if vars_:
+        args += ["--vars", vars_]
+
+    result = BuildResult(success=False)
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("[bold]dbt build"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                   TimeElapsedColumn(), console=console, disable=not progress, transient=True)
+    task = bar.add_task("starting", total=None)
+
+    def on_event(event) -> None:
+        name = event.info.name
+        if name == "ConcurrencyLine":
+            bar.update(task, total=event.data.node_count)
+        elif name == "NodeFinished":
+            rr = event.data.run_result
+            status = str(rr.status).lower()
+            result.counts[_bucket(status)] += 1
+            node = event.data.node_info.node_name
+            if _bucket(status) in ("error", "fail"):
+                msg = (rr.message or status).splitlines()[0] if rr.message else status
+                result.failures.append(f"{node}: {msg}")
+            bar.update(task, advance=1, description=node)
+
+    start = time.perf_counter()
+    with bar:
+        res = run_dbt(home, args, on_event)
+    result.seconds = time.perf_counter() - start
+    if res.exception is not None:
+        raise UserError(f"dbt could not run: {str(res.exception).splitlines()[0]}; see {home / 'dbt' / 'logs'}")
+    result.success = bool(res.success)
+    return result
+
+
+def _bucket(status: str) -> str:
+    status = status.split(".")[-1]
+    return {"success": "ok", "pass": "ok", "warn": "warn", "error": "error", "fail": "fail",
+            "skipped": "skipped"}.get(status, status)

@@ -1,0 +1,1 @@
+"""The `lmaudit` command line."""

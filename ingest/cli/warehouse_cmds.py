@@ -1,0 +1,88 @@
+"""Warehouse commands: `init`, `build`, `sql`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ingest.cli.context import console, err_console, state
+from ingest.errors import UserError
+from ingest.home import db_path
+
+
+def init(ctx: typer.Context) -> None:
+    """Create an empty warehouse (lake folders with typed zero-row tables)."""
+    st = state(ctx)
+    st.lake.init()
+    console.print(f"warehouse ready at {st.home}")
+
+
+def build(
+    ctx: typer.Context,
+    select: Annotated[list[str] | None, typer.Option("--select", "-s", help="dbt selection, e.g. 'staging' or '+fct_propensity'.")] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="dbt nodes to leave out.")] = None,
+    full_refresh: Annotated[bool, typer.Option(help="Rebuild incremental models from scratch (after changing a research parameter).")] = False,
+    vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML, e.g. '{bootstrap_resamples: 1000}'.")] = None,
+) -> None:
+    """Run `dbt build` (models, data tests, unit tests) over the warehouse and print a one-line summary."""
+    from ingest.build import build as run_build
+
+    st = state(ctx)
+    result = run_build(st.home, select or (), exclude or (), full_refresh, vars_)
+    for f in result.failures:
+        err_console.print(f"[red]x[/red] {f}")
+    (console if result.success else err_console).print(result.summary())
+    if not result.success:
+        raise typer.Exit(1)
+
+
+def sql(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="SQL over the warehouse, e.g. \"select * from stg_runs\"; or @file.sql.")],
+    max_rows: Annotated[int, typer.Option(help="Rows to print (the query itself is not limited).")] = 50,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+) -> None:
+    """Run a read-only query against the built warehouse (the DuckDB file dbt writes)."""
+    import duckdb
+
+    st = state(ctx)
+    path = db_path(st.home)
+    if not path.exists():
+        raise UserError(f"no warehouse database at {path}; run `lmaudit build` first")
+    if query.startswith("@"):
+        from pathlib import Path
+
+        qfile = Path(query[1:])
+        if not qfile.exists():
+            raise UserError(f"query file {qfile} not found")
+        query = qfile.read_text()
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.IOException as e:
+        raise UserError(f"cannot open {path} read-only ({str(e).splitlines()[0]}); "
+                        "is `lmaudit build` writing it right now? retry when it finishes") from None
+    try:
+        cur = con.execute(query)
+        if cur.description is None:
+            return
+        cols, rows = [d[0] for d in cur.description], cur.fetchmany(max_rows + 1)
+    except duckdb.Error as e:
+        raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
+    finally:
+        con.close()
+    if csv:
+        import csv as csvmod
+        import sys
+
+        w = csvmod.writer(sys.stdout)
+        w.writerow(cols)
+        w.writerows(rows[:max_rows])
+        return
+    table = Table(*cols, show_lines=False)
+    for r in rows[:max_rows]:
+        table.add_row(*("NULL" if v is None else str(v) for v in r))
+    console.print(table)
+    if len(rows) > max_rows:
+        console.print(f"(first {max_rows} rows shown; use --max-rows to see more)")

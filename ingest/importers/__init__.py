@@ -1,0 +1,1 @@
+"""Bring data made elsewhere (e.g. existing vLLM outputs) into the lake."""

@@ -1,0 +1,108 @@
+"""Typed Arrow schemas of the raw tables (the data contract of `spec/warehouse.md`).
+
+Only `ingest` writes these tables; dbt staging models read them. A column that is not nullable here is
+checked before anything is written, so a broken row never reaches the lake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+SETTINGS = ("unconditional", "minimal_cue", "generic", "specific", "prefix")
+
+
+def _f(name: str, typ: pa.DataType, nullable: bool = True) -> pa.Field:
+    return pa.field(name, typ, nullable=nullable)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    key: str  # the deterministic key column (hash of `natural_key`)
+    natural_key: tuple[str, ...]
+    schema: pa.Schema
+    description: str
+
+
+_SPECS = [
+    TableSpec("corpora", "corpus_id", ("name",), pa.schema([
+        _f("corpus_id", pa.string(), False), _f("name", pa.string(), False),
+        _f("tokenizer", pa.string()), _f("token_dtype", pa.string()), _f("vocab_size", pa.int64()),
+        _f("eos_token_id", pa.int64()), _f("n_docs", pa.int64()), _f("n_tokens", pa.int64()),
+        _f("n_shards", pa.int32()), _f("index_dirs", pa.list_(pa.string())),
+        _f("manifest_hash", pa.string()), _f("registered_at", TS),
+    ]), "one indexed training corpus"),
+    TableSpec("runs", "run_id", ("run_id",), pa.schema([
+        _f("run_id", pa.string(), False), _f("model", pa.string(), False), _f("revision", pa.string()),
+        _f("corpus_id", pa.string()), _f("setting", pa.string(), False), _f("backend", pa.string()),
+        _f("temperature", pa.float64()), _f("top_p", pa.float64()), _f("max_new_tokens", pa.int32()),
+        _f("n_samples", pa.int32()), _f("seed_base", pa.int64()), _f("sampling_params", pa.string()),
+        _f("source", pa.string()), _f("code_version", pa.string()),
+        _f("started_at", TS), _f("finished_at", TS),
+    ]), "one generation run (a model, a setting, sampling parameters)"),
+    TableSpec("prompts", "prompt_id", ("setting", "text"), pa.schema([
+        _f("prompt_id", pa.string(), False), _f("setting", pa.string(), False), _f("language", pa.string()),
+        _f("text", pa.string()), _f("source", pa.string()), _f("corpus_id", pa.string()),
+        _f("source_doc", pa.string()), _f("true_continuation", pa.string()),
+        _f("leakage_outcome", pa.string()), _f("leakage_reason", pa.string()),
+    ]), "one prompt of a setting"),
+    TableSpec("generations", "generation_id", ("run_id", "prompt_id", "sample_idx"), pa.schema([
+        _f("generation_id", pa.string(), False), _f("run_id", pa.string(), False),
+        _f("prompt_id", pa.string()), _f("sample_idx", pa.int32(), False), _f("seed", pa.int64()),
+        _f("text", pa.string(), False), _f("n_tokens", pa.int32()), _f("finish_reason", pa.string()),
+    ]), "one generated sample (the continuation only, never the prompt)"),
+    TableSpec("trace_runs", "trace_id", ("index_dir", "mode", "params"), pa.schema([
+        _f("trace_id", pa.string(), False), _f("corpus_id", pa.string()), _f("index_dir", pa.string()),
+        _f("mode", pa.string(), False), _f("params", pa.string()), _f("code_version", pa.string()),
+        _f("started_at", TS), _f("finished_at", TS),
+    ]), "one tracing pass with all tracer parameters"),
+    TableSpec("spans", "span_id", ("trace_id", "generation_id", "start_tok", "end_tok"), pa.schema([
+        _f("span_id", pa.string(), False), _f("trace_id", pa.string(), False),
+        _f("generation_id", pa.string(), False), _f("start_tok", pa.int32(), False),
+        _f("end_tok", pa.int32(), False), _f("length", pa.int32(), False), _f("count", pa.int64()),
+        _f("unigram_logprob", pa.float64()), _f("kept", pa.bool_()), _f("merged", pa.bool_()),
+        _f("is_full", pa.bool_()), _f("text", pa.string()),
+    ]), "a maximal matching span of a generation"),
+    TableSpec("span_documents", "span_document_id", ("span_id", "shard", "doc_ix"), pa.schema([
+        _f("span_document_id", pa.string(), False), _f("span_id", pa.string(), False),
+        _f("shard", pa.int32(), False), _f("doc_ix", pa.int64(), False), _f("doc_id", pa.string()),
+        _f("source", pa.string()), _f("domain", pa.string()), _f("metadata", pa.string()),
+        _f("window_text", pa.string()), _f("match_tier", pa.string()), _f("nv_recall", pa.float64()),
+        _f("nv_matched_words", pa.int32()), _f("nv_generation_words", pa.int32()),
+        _f("nv_document_words", pa.int32()),
+    ]), "a training document retrieved for a span"),
+    TableSpec("span_counts", "span_id", ("span_id",), pa.schema([
+        _f("span_id", pa.string(), False), _f("first50_count", pa.int64()), _f("whole_count", pa.int64()),
+        _f("trim_start", pa.int32()), _f("trim_end", pa.int32()),
+    ]), "occurrence counts of a long span"),
+    TableSpec("reference_docs", "ref_doc_id", ("source", "doc_id"), pa.schema([
+        _f("ref_doc_id", pa.string(), False), _f("domain", pa.string(), False), _f("text", pa.string(), False),
+        _f("split", pa.string()), _f("fold", pa.int32()), _f("source", pa.string()), _f("doc_id", pa.string()),
+    ]), "a labelled reference document for the domain classifier"),
+    TableSpec("classifiers", "classifier_id", ("name",), pa.schema([
+        _f("classifier_id", pa.string(), False), _f("name", pa.string()), _f("backend", pa.string(), False),
+        _f("params", pa.string()), _f("domains", pa.list_(pa.string())), _f("temperature", pa.float64()),
+        _f("fitted_on", pa.string()), _f("created_at", TS),
+    ]), "a trained domain classifier"),
+    TableSpec("classifier_outputs", "output_id", ("classifier_id", "item_id"), pa.schema([
+        _f("output_id", pa.string(), False), _f("classifier_id", pa.string(), False),
+        _f("item_id", pa.string(), False), _f("item_kind", pa.string(), False), _f("fold", pa.int32()),
+        _f("probs", pa.list_(pa.float64())),
+    ]), "a classifier's posterior for one item (probabilities in the classifier's domain order)"),
+    TableSpec("mixtures_documented", "mixture_id", ("model", "domain"), pa.schema([
+        _f("mixture_id", pa.string(), False), _f("model", pa.string(), False),
+        _f("domain", pa.string(), False), _f("weight", pa.float64(), False), _f("source", pa.string()),
+    ]), "a documented training-mixture weight"),
+]
+
+TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}
+
+
+def spec(table: str) -> TableSpec:
+    try:
+        return TABLES[table]
+    except KeyError:
+        raise KeyError(f"unknown lake table {table!r}; known: {', '.join(TABLES)}") from None

@@ -1,0 +1,26 @@
+with
+
+source as (
+
+    select * from {{ source('lake', 'prompts') }}
+
+),
+
+final as (
+
+    select
+        cast(prompt_id as varchar) as prompt_id,
+        cast(setting as varchar) as setting,
+        cast(language as varchar) as language,
+        cast(text as varchar) as text,
+        cast(source as varchar) as source,
+        cast(corpus_id as varchar) as corpus_id,
+        cast(source_doc as varchar) as source_doc,
+        cast(true_continuation as varchar) as true_continuation,
+        cast(leakage_outcome as varchar) as leakage_outcome,
+        cast(leakage_reason as varchar) as leakage_reason
+    from source
+
+)
+
+select * from final
