@@ -59,7 +59,21 @@ def run_dbt(home: Path, args: Sequence[str], on_event=None):
     Lake(home).init()
     with _dbt_environment(home):
         runner = dbtRunner(callbacks=[on_event] if on_event else [])
-        return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet"])
+        try:
+            return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet"])
+        finally:
+            _release_duckdb()
+
+
+def _release_duckdb() -> None:
+    """dbt-duckdb keeps its database open for the life of the process; close it so that this process
+    (tests, `lmaudit demo`) can open the file read-only afterwards."""
+    try:
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+        DuckDBConnectionManager.close_all_connections()
+    except Exception:  # noqa: BLE001 - nothing was open
+        pass
 
 
 def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), full_refresh: bool = False,
