@@ -1,0 +1,43 @@
+"""Text normalizations of the tracer: one for "same document after cleanup", one for word comparison.
+
+Kept in one place because the full-match tier, the anchor search and nv-recall must agree on them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SPACES = re.compile(r"[ \t]+")
+_AROUND_NL = re.compile(r" *\n *")
+_MANY_NL = re.compile(r"\n{3,}")
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+                         "\u00ab": '"', "\u00bb": '"'})
+_DASHES = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d]+")
+
+
+def normalize_document(text: str) -> str:
+    """NFKC, CRLF -> LF, runs of spaces/tabs -> one space, no spaces around newlines,
+    three or more newlines -> two, stripped. Used for the `exact_full_normalized` tier."""
+    t = unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
+    t = _SPACES.sub(" ", t)
+    t = _AROUND_NL.sub("\n", t)
+    t = _MANY_NL.sub("\n\n", t)
+    return t.strip()
+
+
+def normalize_words(text: str) -> list[str]:
+    """Words for near-verbatim recall: NFKC, straight quotes, one dash, '...' for an ellipsis,
+    lowercase, split on whitespace."""
+    t = unicodedata.normalize("NFKC", text)  # NFKC already turns U+2026 into "..."
+    t = t.translate(_QUOTES)
+    t = _DASHES.sub("-", t)
+    t = t.replace("\u2026", "...")
+    return t.lower().split()
+
+
+def collapse_whitespace(text: str) -> str:
+    """All whitespace runs -> one space, stripped (targeted extraction and loop checks)."""
+    return " ".join(text.split())
