@@ -18,7 +18,9 @@ final as (
         cast(source_doc as varchar) as source_doc,
         cast(true_continuation as varchar) as true_continuation,
         cast(leakage_outcome as varchar) as leakage_outcome,
-        cast(leakage_reason as varchar) as leakage_reason
+        cast(leakage_reason as varchar) as leakage_reason,
+        cast(token_ids as bigint[]) as token_ids,
+        cast(tokenizer as varchar) as tokenizer
     from source
 
 )
