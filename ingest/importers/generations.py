@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import __version__
+from ingest.corpora import corpus_id_for
 from ingest.errors import UserError
 from ingest.importers.records import iter_records
 from ingest.lake import SETTINGS, Lake, make_key, partition_name
@@ -21,10 +22,6 @@ class ImportSummary:
     n_generations: int
     n_new_prompts: int
     replaced: bool
-
-
-def corpus_id_for(name: str) -> str:
-    return make_key(name)
 
 
 def _opt_str(path: Path, i: int, rec: dict, field: str) -> str | None:

@@ -1,0 +1,95 @@
+"""The `corpora` table: which indexed corpora the warehouse knows, and how to open one by name.
+
+Later steps (prompts, generate, trace) refer to a corpus by its name; this module turns the name into an
+open index engine and the index's tokenizer, with one-line errors when the index moved or changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import UserError
+from ingest.lake import Lake, make_key, partition_name
+
+
+def corpus_id_for(name: str) -> str:
+    return make_key(name)
+
+
+def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict[str, Any]:
+    """Write (or replace) the corpus row for an index; the manifest is the source of every number."""
+    from ingest.index.build import IndexManifest
+
+    if not name.strip():
+        raise UserError("corpus name must not be empty")
+    dirs = [str(Path(d).resolve()) for d in index_dirs]
+    manifests = [IndexManifest.load(d) for d in dirs]
+    first = manifests[0]
+    manifest_bytes = b"".join(IndexManifest.path_in(d).read_bytes() for d in dirs)
+    tok = first.tokenizer
+    row = {
+        "corpus_id": corpus_id_for(name), "name": name,
+        "tokenizer": tok.get("path") or tok.get("name"), "token_dtype": first.dtype,
+        "vocab_size": first.vocab_size, "eos_token_id": first.eos_token_id,
+        "n_docs": sum(m.n_docs for m in manifests), "n_tokens": sum(m.n_tokens for m in manifests),
+        "n_shards": sum(len(m.shards) for m in manifests), "index_dirs": dirs,
+        "manifest_hash": hashlib.sha256(manifest_bytes).hexdigest(),
+        "registered_at": datetime.now(timezone.utc),
+    }
+    lake.write("corpora", partition_name("corpus", name), [row])
+    return row
+
+
+def corpus_row(lake: Lake, name: str) -> dict[str, Any]:
+    rows = [r for r in lake.read("corpora").to_pylist() if r["name"] == name]
+    if not rows:
+        known = sorted(r["name"] for r in lake.read("corpora").to_pylist())
+        hint = f"known: {', '.join(known)}" if known else "none is registered yet"
+        raise UserError(f"corpus {name!r} is not registered ({hint}); run `lmaudit index build ... --name {name}` "
+                        "or `lmaudit index attach`")
+    return rows[0]
+
+
+@dataclass
+class OpenCorpus:
+    row: dict[str, Any]
+    engine: Any  # ingest.index.engine.IndexEngine
+    tokenizer: Any  # ingest.index.tokenizer.Tokenizer
+
+    @property
+    def corpus_id(self) -> str:
+        return self.row["corpus_id"]
+
+
+def open_corpus(lake: Lake, name: str, **engine_kwargs) -> OpenCorpus:
+    """Open a registered corpus; refuses an index whose manifest changed since registration."""
+    from ingest.index.build import IndexManifest
+    from ingest.index.engine import IndexEngine
+    from ingest.index.tokenizer import load_tokenizer
+
+    row = corpus_row(lake, name)
+    dirs = row["index_dirs"]
+    for d in dirs:
+        if not IndexManifest.path_in(d).exists():
+            raise UserError(f"corpus {name!r}: index folder {d} is gone or has no manifest; rebuild it or "
+                            "register it again with `lmaudit index attach`")
+    current = hashlib.sha256(b"".join(IndexManifest.path_in(d).read_bytes() for d in dirs)).hexdigest()
+    if current != row["manifest_hash"]:
+        raise UserError(f"corpus {name!r}: the index changed since it was registered; register it again "
+                        "(`lmaudit index attach`) so results stay traceable")
+    engine = IndexEngine(dirs, **engine_kwargs)
+    tok_spec = engine.manifest.tokenizer
+    tokenizer = load_tokenizer(tok_spec.get("path") or tok_spec.get("name"))
+    return OpenCorpus(row, engine, tokenizer)
+
+
+def manifest_summary(index_dir: str | Path) -> str:
+    from ingest.index.build import IndexManifest
+
+    m = IndexManifest.load(index_dir)
+    return json.dumps({"docs": m.n_docs, "tokens": m.n_tokens, "shards": len(m.shards), "dtype": m.dtype})

@@ -1,0 +1,48 @@
+"""Infini-gram (v4) suffix-array indexes of a training corpus: build, attach, query.
+
+`build_index` tokenizes JSONL/Parquet documents and builds the index with the `rust_indexing` binary of
+the infini-gram wheel; `attach_index` describes an index built elsewhere; `IndexEngine` queries either,
+validating the folder first because the C++ engine crashes (or silently miscounts) on damaged input.
+"""
+
+from ingest.index.build import (
+    LOGPROB_NAME,
+    MANIFEST_NAME,
+    IndexBuildError,
+    IndexManifest,
+    ShardInfo,
+    SourceFile,
+    attach_index,
+    build_index,
+    check_index_path,
+    unigram_logprobs,
+)
+from ingest.index.engine import DocRecord, EngineError, FindResult, IndexEngine, check_response
+from ingest.index.readers import Document, iter_documents, list_input_files
+from ingest.index.tokenizer import BytesTokenizer, Tokenizer, dtype_for_vocab, load_tokenizer, separator_id
+
+__all__ = [
+    "LOGPROB_NAME",
+    "MANIFEST_NAME",
+    "BytesTokenizer",
+    "DocRecord",
+    "Document",
+    "EngineError",
+    "FindResult",
+    "IndexBuildError",
+    "IndexEngine",
+    "IndexManifest",
+    "ShardInfo",
+    "SourceFile",
+    "Tokenizer",
+    "attach_index",
+    "build_index",
+    "check_index_path",
+    "check_response",
+    "dtype_for_vocab",
+    "iter_documents",
+    "list_input_files",
+    "load_tokenizer",
+    "separator_id",
+    "unigram_logprobs",
+]
