@@ -48,8 +48,11 @@ app.add_typer(import_cmds.app, name="import")
 
 def _register_optional() -> None:
     """Subcommand groups added by later modules (index, sandbox, demo, ...)."""
-    from ingest.cli import demo_cmds
+    from ingest.cli import demo_cmds, generate_cmds, index_cmds, prompts_cmds
 
+    app.add_typer(index_cmds.app, name="index")
+    app.add_typer(prompts_cmds.app, name="prompts")
+    app.command("generate")(generate_cmds.generate)
     app.command("demo")(demo_cmds.demo)
 
 

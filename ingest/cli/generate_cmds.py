@@ -1,0 +1,54 @@
+"""`lmaudit generate`: sample a model in the PropMe settings into the lake."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ingest.cli.context import console, state
+
+
+def generate(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option(help="Model folder (save_pretrained) or hub name.")],
+    corpus: Annotated[str, typer.Option(help="Registered training corpus whose prompts to use.")],
+    settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "unconditional,minimal_cue,generic,specific,prefix",
+    backend: Annotated[str, typer.Option(help="hf (transformers, CPU default) or vllm (GPU).")] = "hf",
+    n_samples: Annotated[int, typer.Option(help="Samples per prompt (prompted settings).")] = 10,
+    n_generations: Annotated[int, typer.Option(help="Generations of a prompt-free setting.")] = 10_000,
+    max_prompts: Annotated[int | None, typer.Option(help="Use at most this many prompts per setting.")] = None,
+    temperature: Annotated[float, typer.Option()] = 0.7,
+    top_p: Annotated[float, typer.Option()] = 0.95,
+    max_new_tokens: Annotated[int, typer.Option()] = 256,
+    seed_base: Annotated[int, typer.Option(help="Sample g uses seed seed_base + g.")] = 42,
+    batch_size: Annotated[int, typer.Option(help="Samples per forward pass (hf).")] = 32,
+    run_prefix: Annotated[str | None, typer.Option(help="Run ids are PREFIX-SETTING (default: model folder name).")] = None,
+) -> None:
+    """Generate continuations; re-running the same command resumes an interrupted run."""
+    from pathlib import Path
+
+    from ingest.corpora import corpus_id_for, corpus_row
+    from ingest.errors import UserError
+    from ingest.generate.backends import SamplingConfig, get_backend
+    from ingest.generate.plan import prompt_units
+    from ingest.generate.runner import RunSpec, run_generation
+    from ingest.lake import SETTINGS
+
+    lake = state(ctx).lake
+    wanted = [s.strip() for s in settings.split(",") if s.strip()]
+    for s in wanted:
+        if s not in SETTINGS:
+            raise UserError(f"unknown setting {s!r}; choose from {', '.join(SETTINGS)}")
+    corpus_row(lake, corpus)
+    sampling = SamplingConfig(temperature, top_p, max_new_tokens)
+    kwargs = {"batch_size": batch_size} if backend == "hf" else {}
+    be = get_backend(backend, model, **kwargs)
+    prefix = run_prefix or Path(model).name
+    for s in wanted:
+        units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts)
+        spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base)
+        r = run_generation(lake, be, spec, units)
+        rate = r.tokens / r.seconds if r.seconds > 0 else 0
+        console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
+                      f"already done), {rate:,.0f} tokens/s")

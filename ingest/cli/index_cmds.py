@@ -1,0 +1,51 @@
+"""`lmaudit index ...`: build or attach an infini-gram index and register it as a corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ingest.cli.context import console, state
+
+app = typer.Typer(help="Build or attach infini-gram suffix-array indexes of training corpora.", no_args_is_help=True)
+
+
+@app.command("build")
+def build(
+    ctx: typer.Context,
+    inputs: Annotated[list[Path], typer.Argument(help="JSONL (.jsonl/.gz/.zst) or Parquet files, or folders of them.")],
+    tokenizer: Annotated[str, typer.Option(help="Local tokenizer folder or tokenizer.json, a hub name, or 'bytes'.")],
+    out: Annotated[Path, typer.Option(help="New folder for the index (must not exist).")],
+    name: Annotated[str | None, typer.Option(help="Corpus name in the warehouse (default: the --out folder name).")] = None,
+    shards: Annotated[int, typer.Option(help="Number of index shards.")] = 1,
+    text_field: Annotated[str, typer.Option(help="Field holding the document text; other fields become metadata.")] = "text",
+    cpus: Annotated[int | None, typer.Option(help="CPUs for suffix-array building (default: all).")] = None,
+) -> None:
+    """Tokenize documents, build the suffix arrays and unigram table, and register the corpus."""
+    from ingest.corpora import register_corpus
+    from ingest.index.build import build_index
+
+    m = build_index([str(p) for p in inputs], tokenizer, out, shards=shards, text_field=text_field, cpus=cpus)
+    row = register_corpus(state(ctx).lake, name or Path(out).name, [out])
+    console.print(f"indexed {m.n_docs:,} documents, {m.n_tokens:,} tokens ({m.dtype}, {len(m.shards)} shard(s)) "
+                  f"in {m.timings.get('total_s', 0):.1f}s; registered corpus {row['name']!r}")
+
+
+@app.command("attach")
+def attach(
+    ctx: typer.Context,
+    index_dir: Annotated[Path, typer.Argument(help="Folder of a prebuilt infini-gram v4 index.")],
+    tokenizer: Annotated[str, typer.Option(help="The tokenizer the index was built with.")],
+    name: Annotated[str | None, typer.Option(help="Corpus name in the warehouse (default: the folder name).")] = None,
+    dtype: Annotated[str | None, typer.Option(help="u8, u16 or u32 (default: inferred from file sizes).")] = None,
+) -> None:
+    """Register a prebuilt infini-gram index (e.g. a public one) as a corpus."""
+    from ingest.corpora import register_corpus
+    from ingest.index.build import IndexManifest, attach_index
+
+    if not IndexManifest.path_in(index_dir).exists():
+        attach_index(index_dir, tokenizer, dtype=dtype)
+    row = register_corpus(state(ctx).lake, name or Path(index_dir).resolve().name, [index_dir])
+    console.print(f"registered corpus {row['name']!r}: {row['n_docs']:,} documents, {row['n_tokens']:,} tokens")

@@ -1,0 +1,1 @@
+"""Generation: the five PropMe settings on pluggable backends (transformers on CPU, vLLM on GPU)."""

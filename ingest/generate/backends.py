@@ -1,0 +1,223 @@
+"""Generation backends behind one interface, with a registry.
+
+Both backends take the same requests (prompt token ids + one seed per sample) and the same sampling
+parameters, so a run is reproducible on either: transformers draws every sample from its own seeded
+`torch.Generator`, vLLM gets a per-request `SamplingParams(seed=...)`. A backend returns only the
+continuation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ingest.errors import UserError
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
+            raise UserError(f"invalid sampling parameters {self}; need temperature >= 0, 0 < top_p <= 1, "
+                            "max_new_tokens >= 1")
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    key: str  # the caller's id for this sample (e.g. the generation_id)
+    prompt_ids: tuple[int, ...]
+    seed: int
+
+
+@dataclass(frozen=True)
+class GenOutput:
+    key: str
+    token_ids: tuple[int, ...]
+    text: str
+    finish_reason: str  # "stop" (end-of-text) or "length"
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    @property
+    def bos_id(self) -> int: ...
+
+
+_REGISTRY: dict[str, Callable[..., Backend]] = {}
+
+
+def register(name: str):
+    def deco(factory):
+        _REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def get_backend(name: str, model: str, **kwargs) -> Backend:
+    if name not in _REGISTRY:
+        raise UserError(f"unknown backend {name!r}; choose one of {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](model, **kwargs)
+
+
+def list_backends() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def _load_tokenizer(model: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot load the tokenizer of {model!r} ({str(e).splitlines()[0]}); pass a local model "
+                        "folder (save_pretrained) or a hub name reachable from this machine") from None
+
+
+def _start_token(tok) -> int:
+    for tid in (tok.bos_token_id, tok.eos_token_id):
+        if tid is not None:
+            return int(tid)
+    raise UserError("the model's tokenizer has neither a BOS nor an EOS token; cannot build prompts")
+
+
+@register("hf")
+class HFBackend:
+    """transformers on CPU (or one GPU): a plain sampling loop with a KV cache and one generator per sample.
+
+    `model.generate` cannot give each row of a batch its own random stream, so batching would change
+    samples. Here each row draws from `torch.Generator().manual_seed(seed)`, so a sample depends only on
+    its prompt and seed. Requests are batched only with prompts of the same length (no padding).
+    """
+
+    name = "hf"
+
+    def __init__(self, model: str, batch_size: int = 32, dtype: str = "float32", device: str = "cpu",
+                 threads: int | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.tok = _load_tokenizer(model)
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).to(device).eval()
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot load model {model!r} ({str(e).splitlines()[0]}); pass a local folder "
+                            "written by save_pretrained") from None
+        self.device = device
+        self.batch_size = batch_size
+        self.eos_id = self.tok.eos_token_id
+
+    @property
+    def bos_id(self) -> int:
+        return _start_token(self.tok)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tok.encode(text, add_special_tokens=False))
+
+    def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
+        by_len: dict[int, list[GenRequest]] = {}
+        for r in requests:
+            by_len.setdefault(len(r.prompt_ids), []).append(r)
+        out: dict[str, GenOutput] = {}
+        for _, group in sorted(by_len.items()):
+            for i in range(0, len(group), self.batch_size):
+                for o in self._generate_batch(group[i:i + self.batch_size], sampling):
+                    out[o.key] = o
+        return [out[r.key] for r in requests]
+
+    def _generate_batch(self, batch: Sequence[GenRequest], s: SamplingConfig) -> list[GenOutput]:
+        import torch
+
+        ctx = getattr(self.model.config, "n_positions", None) or getattr(self.model.config, "max_position_embeddings", None)
+        plen = len(batch[0].prompt_ids)
+        max_new = s.max_new_tokens if ctx is None else min(s.max_new_tokens, ctx - plen)
+        if max_new < 1:
+            raise UserError(f"prompt of {plen} tokens leaves no room in the model's context of {ctx} tokens")
+        gens = [torch.Generator().manual_seed(int(r.seed)) for r in batch]
+        ids = torch.tensor([list(r.prompt_ids) for r in batch], device=self.device)
+        done = [False] * len(batch)
+        new: list[list[int]] = [[] for _ in batch]
+        past = None
+        with torch.inference_mode():
+            for _ in range(max_new):
+                res = self.model(input_ids=ids, past_key_values=past, use_cache=True)
+                past = res.past_key_values
+                logits = res.logits[:, -1, :].float()
+                nxt = [self._sample(logits[b], gens[b], s) for b in range(len(batch))]
+                for b, t in enumerate(nxt):
+                    if done[b]:
+                        continue
+                    if t == self.eos_id:
+                        done[b] = True
+                    else:
+                        new[b].append(t)
+                if all(done):
+                    break
+                ids = torch.tensor([[t] for t in nxt], device=self.device)
+        return [GenOutput(r.key, tuple(toks), self.tok.decode(toks), "stop" if d else "length")
+                for r, toks, d in zip(batch, new, done)]
+
+    @staticmethod
+    def _sample(logits, gen, s: SamplingConfig) -> int:
+        import torch
+
+        if s.temperature == 0:
+            return int(torch.argmax(logits))
+        probs = torch.softmax(logits / s.temperature, dim=-1)
+        if s.top_p < 1.0:
+            sp, si = torch.sort(probs, descending=True)
+            cum = torch.cumsum(sp, dim=-1)
+            keep = cum - sp < s.top_p  # smallest set whose mass reaches top_p (the top token always kept)
+            sp = torch.where(keep, sp, torch.zeros_like(sp))
+            return int(si[torch.multinomial(sp.cpu(), 1, generator=gen)])
+        return int(torch.multinomial(probs.cpu(), 1, generator=gen))
+
+
+@register("vllm")
+class VLLMBackend:
+    """vLLM (GPU machines, large models): one `SamplingParams(seed=...)` per request."""
+
+    name = "vllm"
+
+    def __init__(self, model: str, **engine_kwargs):
+        try:
+            from vllm import LLM
+        except ImportError:
+            raise UserError("the vllm backend needs vLLM: pip install -e '.[vllm]' (on CPU use --backend hf)") from None
+        self.tok = _load_tokenizer(model)
+        self.llm = LLM(model=model, tokenizer=model, **engine_kwargs)
+
+    @property
+    def bos_id(self) -> int:
+        return _start_token(self.tok)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tok.encode(text, add_special_tokens=False))
+
+    def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
+        from vllm import SamplingParams
+
+        prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in requests]
+        params = [SamplingParams(n=1, temperature=sampling.temperature, top_p=sampling.top_p,
+                                 max_tokens=sampling.max_new_tokens, seed=int(r.seed)) for r in requests]
+        results = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = []
+        for r, res in zip(requests, results):
+            c = res.outputs[0]
+            toks = tuple(c.token_ids)
+            if toks and toks[-1] == self.tok.eos_token_id:
+                toks = toks[:-1]
+            outs.append(GenOutput(r.key, toks, self.tok.decode(list(toks)),
+                                  "stop" if c.finish_reason == "stop" else "length"))
+        return outs

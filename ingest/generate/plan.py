@@ -1,0 +1,29 @@
+"""From stored prompts to the work units of a run (the model's start token prepended)."""
+
+from __future__ import annotations
+
+from ingest.corpora import corpus_id_for
+from ingest.errors import UserError
+from ingest.generate.backends import Backend
+from ingest.generate.runner import PromptUnit
+from ingest.lake import Lake
+
+
+def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samples: int,
+                 n_generations: int, max_prompts: int | None = None) -> list[PromptUnit]:
+    cid = corpus_id_for(corpus)
+    rows = [r for r in lake.read("prompts").to_pylist()
+            if r["corpus_id"] == cid and r["setting"] == setting and r["leakage_outcome"] in (None, "kept")]
+    if not rows:
+        raise UserError(f"no {setting} prompts for corpus {corpus!r}; run `lmaudit prompts build --corpus {corpus} "
+                        f"--setting {setting}` first")
+    rows.sort(key=lambda r: r["prompt_id"])
+    if max_prompts is not None:
+        rows = rows[:max_prompts]
+    start = backend.bos_id
+    units = []
+    for r in rows:
+        ids = r["token_ids"] if r["token_ids"] is not None else backend.encode(r["text"] or "")
+        count = n_generations if setting == "unconditional" else n_samples
+        units.append(PromptUnit(r["prompt_id"], (start, *ids), count))
+    return units

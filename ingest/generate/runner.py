@@ -1,0 +1,118 @@
+"""Run a generation job into the lake: resumable, never duplicating a sample.
+
+The work list (prompt x sample index) is fixed by the run's parameters and cut into chunks; each chunk is
+one atomic lake partition. A killed run is re-run with the same command: finished chunks are skipped,
+the others are generated again from the same seeds, so the final rows equal an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from ingest import __version__
+from ingest.errors import UserError
+from ingest.generate.backends import Backend, GenRequest, SamplingConfig
+from ingest.lake import Lake, make_key, partition_name
+
+
+@dataclass(frozen=True)
+class PromptUnit:
+    """One prompt to sample from (token ids as the model sees them) and how many samples it gets."""
+
+    prompt_id: str
+    token_ids: tuple[int, ...]
+    n_samples: int
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    run_id: str
+    model: str
+    setting: str
+    backend: str
+    corpus_id: str | None
+    sampling: SamplingConfig
+    seed_base: int = 42
+    chunk_size: int = 256
+
+    def fingerprint(self, units: Sequence[PromptUnit]) -> str:
+        return make_key(self.model, self.setting, self.corpus_id, json.dumps(asdict(self.sampling), sort_keys=True),
+                        self.seed_base, self.chunk_size, *(f"{u.prompt_id}:{u.n_samples}" for u in units))
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    n_generations: int
+    n_chunks: int
+    n_chunks_skipped: int
+    seconds: float
+    tokens: int
+
+
+def _work_list(spec: RunSpec, units: Sequence[PromptUnit]) -> list[tuple[PromptUnit, int]]:
+    return [(u, g) for u in units for g in range(u.n_samples)]
+
+
+def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime, finished: datetime | None) -> dict:
+    return {
+        "run_id": spec.run_id, "model": spec.model, "revision": None, "corpus_id": spec.corpus_id,
+        "setting": spec.setting, "backend": spec.backend, "temperature": spec.sampling.temperature,
+        "top_p": spec.sampling.top_p, "max_new_tokens": spec.sampling.max_new_tokens, "n_samples": n_samples,
+        "seed_base": spec.seed_base,
+        "sampling_params": json.dumps({**asdict(spec.sampling), "fingerprint": fingerprint,
+                                       "chunk_size": spec.chunk_size}, sort_keys=True),
+        "source": "lmaudit generate", "code_version": __version__, "started_at": started, "finished_at": finished,
+    }
+
+
+def run_generation(lake: Lake, backend: Backend, spec: RunSpec, units: Sequence[PromptUnit],
+                   progress: bool = True) -> RunSummary:
+    if not units:
+        raise UserError(f"run {spec.run_id}: no prompts for setting {spec.setting}; run `lmaudit prompts build` first")
+    fp = spec.fingerprint(units)
+    run_part = partition_name("run", spec.run_id)
+    existing = [r for r in lake.read("runs").to_pylist() if r["run_id"] == spec.run_id]
+    if existing:
+        old_fp = json.loads(existing[0]["sampling_params"] or "{}").get("fingerprint")
+        if old_fp != fp:
+            raise UserError(f"run {spec.run_id!r} already exists with other parameters or prompts; choose another "
+                            "--run-id (or delete the old run) instead of mixing two runs")
+    started = existing[0]["started_at"] if existing else datetime.now(timezone.utc)
+    n_samples = max(u.n_samples for u in units)
+    lake.write("runs", run_part, [_run_row(spec, fp, n_samples, started, None)])
+
+    work = _work_list(spec, units)
+    chunks = [work[i:i + spec.chunk_size] for i in range(0, len(work), spec.chunk_size)]
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    skipped = 0
+    tokens = 0
+    t0 = time.perf_counter()
+    with Progress(TextColumn(f"[bold]generate {spec.setting}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  disable=not progress, transient=True) as bar:
+        task = bar.add_task("", total=len(work), rate="")
+        for ci, chunk in enumerate(chunks):
+            part = partition_name("run", spec.run_id, f"chunk-{ci:06d}")
+            if lake.is_done("generations", part):
+                skipped += 1
+                bar.advance(task, len(chunk))
+                continue
+            reqs = [GenRequest(make_key(spec.run_id, u.prompt_id, g), u.token_ids, spec.seed_base + g)
+                    for u, g in chunk]
+            outs = backend.generate(reqs, spec.sampling)
+            rows = [{"generation_id": o.key, "run_id": spec.run_id, "prompt_id": u.prompt_id, "sample_idx": g,
+                     "seed": spec.seed_base + g, "text": o.text, "n_tokens": len(o.token_ids),
+                     "finish_reason": o.finish_reason} for (u, g), o in zip(chunk, outs)]
+            lake.write("generations", part, rows, meta={"fingerprint": fp})
+            tokens += sum(len(o.token_ids) for o in outs)
+            el = time.perf_counter() - t0
+            bar.update(task, advance=len(chunk), rate=f"{tokens / el:,.0f} tok/s" if el > 0 else "")
+    lake.write("runs", run_part, [_run_row(spec, fp, n_samples, started, datetime.now(timezone.utc))])
+    return RunSummary(spec.run_id, len(work), len(chunks), skipped, time.perf_counter() - t0, tokens)

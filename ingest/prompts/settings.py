@@ -1,0 +1,128 @@
+"""Builders of the prompt rows of each setting.
+
+Prompt token ids are stored without the start token (the model's BOS or document separator); the
+generation step prepends it, so one prompt set serves every model trained with the index's tokenizer.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.corpora import OpenCorpus
+from ingest.errors import UserError
+from ingest.lake import make_key
+from ingest.trace.normalize import normalize_document
+
+PROMPT_FREE = ("unconditional",)
+PROMPTED = ("minimal_cue", "generic", "specific", "prefix")
+
+
+@dataclass
+class PromptSet:
+    setting: str
+    rows: list[dict[str, Any]]
+    dropped: Counter = field(default_factory=Counter)
+
+    @property
+    def kept(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["leakage_outcome"] in (None, "kept")]
+
+
+def _row(corpus: OpenCorpus, setting: str, key: object, text: str, token_ids: list[int], **extra) -> dict[str, Any]:
+    return {
+        "prompt_id": make_key(corpus.corpus_id, setting, key), "setting": setting, "text": text,
+        "token_ids": [int(t) for t in token_ids], "tokenizer": corpus.tokenizer.name, "corpus_id": corpus.corpus_id,
+        "language": None, "source": None, "source_doc": None, "true_continuation": None,
+        "leakage_outcome": None, "leakage_reason": None, **extra,
+    }
+
+
+def unconditional(corpus: OpenCorpus) -> PromptSet:
+    """One prompt: the start token only."""
+    return PromptSet("unconditional", [_row(corpus, "unconditional", "start", "", [], source="start token")])
+
+
+def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> PromptSet:
+    """n prompts, each one word of the language's 100 most frequent, drawn by frequency, capitalized."""
+    import wordfreq
+
+    try:
+        words = wordfreq.top_n_list(lang, 100)
+    except LookupError:
+        raise UserError(f"wordfreq has no word list for language {lang!r}; pass e.g. --lang en or --lang da") from None
+    weights = [wordfreq.word_frequency(w, lang) for w in words]
+    rng = random.Random(seed)
+    picks = rng.choices(words, weights=weights, k=n)
+    rows = []
+    for i, w in enumerate(picks):
+        text = w[:1].upper() + w[1:]
+        rows.append(_row(corpus, "minimal_cue", (i, text), text, corpus.tokenizer.encode(text), language=lang,
+                         source=f"wordfreq top-100 {lang}"))
+    return PromptSet("minimal_cue", rows)
+
+
+def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
+    """Why a sentence may have been seen in training, or None.
+
+    (1) the whole sentence occurs in the index, tokenized as a document start or as a mid-text word
+    (leading space); (2) the sentence is inside a document retrieved for its longest matching span."""
+    eng, tok = corpus.engine, corpus.tokenizer
+    for variant, label in ((sentence, "document start"), (" " + sentence, "mid-text")):
+        ids = tok.encode(variant)
+        if ids and eng.count(ids) > 0:
+            return f"occurs in the index ({label} tokenization)"
+    ids = tok.encode(sentence)
+    best_b, best_n = 0, 0
+    for b in range(len(ids)):
+        n = eng.longest_prefix_len(ids[b:])
+        if n > best_n:
+            best_b, best_n = b, n
+    if best_n == 0:
+        return None
+    target = normalize_document(sentence)
+    window = 5 * max(len(ids), 1)
+    for i, doc in enumerate(eng.iter_matches(ids[best_b:best_b + best_n], max_ctx_len=window)):
+        if i >= 10:
+            break
+        if target in normalize_document(tok.decode(doc.tokens)):
+            return "inside a retrieved training document"
+    return None
+
+
+def sentences(corpus: OpenCorpus, setting: str, texts: list[str], lang: str, source: str,
+              check_leakage: bool = True) -> PromptSet:
+    rows, dropped = [], Counter()
+    for i, s in enumerate(texts):
+        reason = leakage_reason(corpus, s) if check_leakage else None
+        if reason:
+            dropped[reason] += 1
+        rows.append(_row(corpus, setting, (i, s), s, corpus.tokenizer.encode(s), language=lang, source=source,
+                         leakage_outcome="dropped" if reason else "kept", leakage_reason=reason))
+    return PromptSet(setting, rows, dropped)
+
+
+def prefix(corpus: OpenCorpus, n: int, seed: int = 0, prompt_len: int = 50, continuation_len: int = 50,
+           min_doc_len: int = 100) -> PromptSet:
+    """n training documents of >= min_doc_len tokens, sampled without replacement: the first prompt_len
+    tokens are the prompt, the next continuation_len tokens the true continuation."""
+    eng, tok = corpus.engine, corpus.tokenizer
+    rng = random.Random(seed)
+    order = list(range(eng.n_docs))
+    rng.shuffle(order)
+    rows = []
+    for doc_ix in order:
+        if len(rows) >= n:
+            break
+        doc = eng.doc(doc_ix, max_len=prompt_len + continuation_len)
+        if doc.doc_len < min_doc_len or len(doc.tokens) < prompt_len + continuation_len:
+            continue
+        p, c = doc.tokens[:prompt_len], doc.tokens[prompt_len:prompt_len + continuation_len]
+        meta = doc.metadata or {}
+        rows.append(_row(corpus, "prefix", doc_ix, tok.decode(p), p, source=meta.get("source") or doc.path,
+                         source_doc=str(meta.get("id") or f"doc:{doc_ix}"), true_continuation=tok.decode(c)))
+    if not rows:
+        raise UserError(f"corpus {corpus.row['name']!r} has no document of >= {min_doc_len} tokens for prefix prompts")
+    return PromptSet("prefix", rows)

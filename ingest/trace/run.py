@@ -1,0 +1,165 @@
+"""Trace many generations into the lake: batches, worker processes, threads, resumable.
+
+Generations are sorted by id and cut into fixed batches; each batch becomes one partition of `spans`,
+`span_documents` and `span_counts` (written in that order; `span_counts` last marks the batch done).
+Each worker process opens the index once; its threads share it (lookups release the GIL). Between
+batches a worker reopens the engine once it has served `reopen_every` generations, which returns the
+memory maps' page tables to the OS. Results depend only on the generation text and the parameters,
+never on the number of workers, threads or the order of work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from ingest import __version__
+from ingest.errors import UserError
+from ingest.lake import Lake, make_key
+from ingest.trace.params import TraceParams
+
+_WORKER: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    index_dirs: tuple[str, ...]
+    params: TraceParams
+    threads: int = 1
+    reopen_every: int = 2000
+
+    @property
+    def trace_id(self) -> str:
+        from ingest.index.build import IndexManifest
+
+        manifests = [IndexManifest.path_in(d).read_bytes() for d in self.index_dirs]
+        return make_key(hashlib.sha256(b"".join(manifests)).hexdigest(), self.params.to_json())
+
+
+def open_tracer(job: TraceJob, trace_id: str):
+    from ingest.index.engine import IndexEngine
+    from ingest.index.tokenizer import load_tokenizer
+    from ingest.trace.tracer import Tracer
+
+    engine = IndexEngine(list(job.index_dirs), reopen_every=None)
+    m = engine.manifest
+    tok = load_tokenizer(m.tokenizer.get("path") or m.tokenizer.get("name"))
+    logp = m.load_logprobs(job.index_dirs[0])
+    return Tracer(engine, tok, logp, m.unigram_floor if m.unigram_floor is not None else -30.0, job.params, trace_id)
+
+
+def _init_worker(job: TraceJob, trace_id: str) -> None:
+    _WORKER["tracer"] = open_tracer(job, trace_id)
+    _WORKER["job"] = job
+    _WORKER["served"] = 0
+
+
+def trace_batch(batch: Sequence[tuple[str, str]]) -> tuple[list, list, list]:
+    """Trace one batch in this worker (threads share its engine)."""
+    tracer, job = _WORKER["tracer"], _WORKER["job"]
+    if _WORKER["served"] >= job.reopen_every:
+        tracer.engine.reopen()
+        _WORKER["served"] = 0
+    if job.threads > 1:
+        with ThreadPoolExecutor(job.threads) as ex:
+            outs = list(ex.map(lambda g: tracer.trace(*g), batch))
+    else:
+        outs = [tracer.trace(*g) for g in batch]
+    _WORKER["served"] += len(batch)
+    spans, docs, counts = [], [], []
+    for o in outs:
+        spans += o.spans
+        docs += o.documents
+        counts += o.counts
+    return spans, docs, counts
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    trace_id: str
+    n_generations: int
+    n_batches: int
+    n_skipped: int
+    n_spans: int
+    n_documents: int
+    seconds: float
+
+
+def _plan(generations: Sequence[tuple[str, str]], batch_size: int) -> list[list[tuple[str, str]]]:
+    gens = sorted(generations)
+    ids = [g[0] for g in gens]
+    if len(set(ids)) != len(ids):
+        raise UserError("generation ids must be unique within one trace input")
+    return [gens[i:i + batch_size] for i in range(0, len(gens), batch_size)]
+
+
+def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str, str]], source: str,
+                      corpus_id: str | None = None, workers: int = 1, batch_size: int = 64,
+                      progress: bool = True) -> TraceSummary:
+    """Trace `generations` [(generation_id, text)] from `source` (a run id or a file) into the lake."""
+    if not generations:
+        raise UserError(f"nothing to trace: {source} has no generations")
+    trace_id = job.trace_id
+    started = datetime.now(timezone.utc)
+    lake.write("trace_runs", f"trace--{trace_id}", [{
+        "trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
+        "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,
+        "started_at": started, "finished_at": None}])
+    batches = _plan(generations, batch_size)
+    src = make_key(source)[:12]
+    names = [f"{trace_id[:16]}--{src}--{make_key(*[g[0] for g in b])[:16]}" for b in batches]
+    # a changed input (e.g. a re-imported run) leaves partitions that no longer belong to the plan
+    prefix = f"{trace_id[:16]}--{src}--"
+    for table in ("span_counts", "span_documents", "spans"):
+        for part in lake.partitions(table):
+            if part.startswith(prefix) and part not in names:
+                lake.delete(table, part)
+    todo = [(n, b) for n, b in zip(names, batches) if not lake.is_done("span_counts", n)]
+    skipped = len(batches) - len(todo)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    n_spans = n_docs = 0
+    t0 = time.perf_counter()
+    done_gens = 0
+    with Progress(TextColumn("[bold]trace"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress, transient=True) as bar:
+        task = bar.add_task("", total=len(generations), completed=sum(len(b) for b in batches) - sum(len(b) for _, b in todo), rate="")
+
+        def record(name, result, size):
+            nonlocal n_spans, n_docs, done_gens
+            spans, docs, counts = result
+            lake.write("spans", name, spans)
+            lake.write("span_documents", name, docs)
+            lake.write("span_counts", name, counts)
+            n_spans += len(spans)
+            n_docs += len(docs)
+            done_gens += size
+            el = time.perf_counter() - t0
+            bar.update(task, advance=size, rate=f"{done_gens / el:,.1f} gen/s" if el > 0 else "")
+
+        if workers <= 1:
+            _init_worker(job, trace_id)
+            try:
+                for name, b in todo:
+                    record(name, trace_batch(b), len(b))
+            finally:
+                _WORKER.clear()
+        else:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("spawn")
+            with ctx.Pool(workers, initializer=_init_worker, initargs=(job, trace_id)) as pool:
+                for (name, b), result in zip(todo, pool.imap(trace_batch, [b for _, b in todo])):
+                    record(name, result, len(b))
+    lake.write("trace_runs", f"trace--{trace_id}", [{
+        "trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
+        "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,
+        "started_at": started, "finished_at": datetime.now(timezone.utc)}])
+    return TraceSummary(trace_id, len(generations), len(batches), skipped, n_spans, n_docs, time.perf_counter() - t0)
