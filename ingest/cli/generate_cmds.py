@@ -23,6 +23,7 @@ def generate(
     max_new_tokens: Annotated[int, typer.Option()] = 256,
     seed_base: Annotated[int, typer.Option(help="Sample g uses seed seed_base + g.")] = 42,
     batch_size: Annotated[int, typer.Option(help="Samples per forward pass (hf).")] = 32,
+    threads: Annotated[int, typer.Option(help="torch threads (hf); 1 is fastest for small models on a busy machine.")] = 1,
     run_prefix: Annotated[str | None, typer.Option(help="Run ids are PREFIX-SETTING (default: model folder name).")] = None,
 ) -> None:
     """Generate continuations; re-running the same command resumes an interrupted run."""
@@ -42,7 +43,7 @@ def generate(
             raise UserError(f"unknown setting {s!r}; choose from {', '.join(SETTINGS)}")
     corpus_row(lake, corpus)
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
-    kwargs = {"batch_size": batch_size} if backend == "hf" else {}
+    kwargs = {"batch_size": batch_size, "threads": threads} if backend == "hf" else {}
     be = get_backend(backend, model, **kwargs)
     prefix = run_prefix or Path(model).name
     for s in wanted:

@@ -48,11 +48,13 @@ app.add_typer(import_cmds.app, name="import")
 
 def _register_optional() -> None:
     """Subcommand groups added by later modules (index, sandbox, demo, ...)."""
-    from ingest.cli import demo_cmds, generate_cmds, index_cmds, prompts_cmds
+    from ingest.cli import demo_cmds, generate_cmds, index_cmds, prompts_cmds, sandbox_cmds, trace_cmds
 
     app.add_typer(index_cmds.app, name="index")
     app.add_typer(prompts_cmds.app, name="prompts")
+    app.add_typer(sandbox_cmds.app, name="sandbox")
     app.command("generate")(generate_cmds.generate)
+    app.command("trace")(trace_cmds.trace)
     app.command("demo")(demo_cmds.demo)
 
 

@@ -102,10 +102,12 @@ class HFBackend:
     name = "hf"
 
     def __init__(self, model: str, batch_size: int = 32, dtype: str = "float32", device: str = "cpu",
-                 threads: int | None = None):
+                 threads: int | None = 1):
         import torch
         from transformers import AutoModelForCausalLM
 
+        # One intra-op thread by default: for small models a decode step is a few milliseconds, and with
+        # two threads on a busy 2-core machine OpenMP's spin-waiting made each step 5-30x slower.
         if threads:
             torch.set_num_threads(threads)
         self.tok = _load_tokenizer(model)
@@ -146,13 +148,14 @@ class HFBackend:
             raise UserError(f"prompt of {plen} tokens leaves no room in the model's context of {ctx} tokens")
         gens = [torch.Generator().manual_seed(int(r.seed)) for r in batch]
         ids = torch.tensor([list(r.prompt_ids) for r in batch], device=self.device)
+        mask = torch.ones_like(ids)  # no padding: every row of a batch has the same prompt length
         done = [False] * len(batch)
         new: list[list[int]] = [[] for _ in batch]
         past = None
         with torch.inference_mode():
             for _ in range(max_new):
-                res = self.model(input_ids=ids, past_key_values=past, use_cache=True)
-                past = res.past_key_values
+                res = self.model(input_ids=ids, attention_mask=mask, cache=past, use_cache=True)
+                past = res.cache
                 logits = res.logits[:, -1, :].float()
                 nxt = [self._sample(logits[b], gens[b], s) for b in range(len(batch))]
                 for b, t in enumerate(nxt):
@@ -165,6 +168,7 @@ class HFBackend:
                 if all(done):
                     break
                 ids = torch.tensor([[t] for t in nxt], device=self.device)
+                mask = torch.cat([mask, torch.ones_like(ids)], dim=1)
         return [GenOutput(r.key, tuple(toks), self.tok.decode(toks), "stop" if d else "length")
                 for r, toks, d in zip(batch, new, done)]
 

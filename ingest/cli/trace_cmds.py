@@ -1,0 +1,76 @@
+"""`lmaudit trace`: trace generations against the indexed training corpus (SimpleTrace)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ingest.cli.context import console, state
+
+
+def load_generations(lake, run: str | None, file: Path | None) -> tuple[list[tuple[str, str]], str]:
+    """(generation_id, text) pairs from a run in the lake or from a JSONL/Parquet file."""
+    from ingest.errors import UserError
+    from ingest.importers.records import iter_records
+
+    if (run is None) == (file is None):
+        raise UserError("pass exactly one of --run R or --generations FILE")
+    if run is not None:
+        rows = [(r["generation_id"], r["text"]) for r in lake.read("generations").to_pylist() if r["run_id"] == run]
+        if not rows:
+            raise UserError(f"run {run!r} has no generations in the warehouse; check `lmaudit sql \"select * from stg_runs\"`")
+        return rows, f"run:{run}"
+    rows = []
+    for i, rec in iter_records(file):
+        gid, text = rec.get("generation_id"), rec.get("text")
+        if gid is None or not isinstance(gid, (str, int)) or isinstance(gid, bool):
+            raise UserError(f"{file}, row {i}: needs a string 'generation_id'")
+        if not isinstance(text, str):
+            raise UserError(f"{file}, row {i}: 'text' must be a string")
+        rows.append((str(gid), text))
+    if not rows:
+        raise UserError(f"{file}: no generations found; the file is empty")
+    return rows, f"file:{Path(file).resolve()}"
+
+
+def trace(
+    ctx: typer.Context,
+    index: Annotated[list[Path] | None, typer.Option(help="Index folder(s); default: the run's registered corpus.")] = None,
+    corpus: Annotated[str | None, typer.Option(help="Registered corpus name (instead of --index).")] = None,
+    run: Annotated[str | None, typer.Option(help="Trace the generations of this run.")] = None,
+    generations: Annotated[Path | None, typer.Option(help="Or a JSONL/Parquet file with generation_id and text.")] = None,
+    mode: Annotated[str, typer.Option(help="mixed (default) or text span filter.")] = "mixed",
+    workers: Annotated[int, typer.Option(help="Worker processes (each opens the index once).")] = 1,
+    threads: Annotated[int, typer.Option(help="Lookup threads per worker.")] = 1,
+    batch_size: Annotated[int, typer.Option(help="Generations per lake partition (the unit of resuming).")] = 64,
+    seed: Annotated[int, typer.Option(help="Document-sampling seed.")] = 0,
+    nv_variant: Annotated[str, typer.Option(help="adaptive (default) or fixed nv-recall parameters.")] = "adaptive",
+) -> None:
+    """Trace generations span by span; re-running the same command resumes where it stopped."""
+    from ingest.corpora import corpus_row
+    from ingest.errors import UserError
+    from ingest.trace.params import TraceParams
+    from ingest.trace.run import TraceJob, trace_generations
+
+    lake = state(ctx).lake
+    gens, source = load_generations(lake, run, generations)
+    corpus_id = None
+    if index:
+        dirs = tuple(str(Path(d).resolve()) for d in index)
+    else:
+        name = corpus
+        if name is None and run is not None:
+            rr = [r for r in lake.read("corpora").to_pylist()
+                  if r["corpus_id"] in {x["corpus_id"] for x in lake.read("runs").to_pylist() if x["run_id"] == run}]
+            name = rr[0]["name"] if rr else None
+        if name is None:
+            raise UserError("which index? pass --index DIR or --corpus NAME (the run has no registered corpus)")
+        row = corpus_row(lake, name)
+        dirs, corpus_id = tuple(row["index_dirs"]), row["corpus_id"]
+    job = TraceJob(dirs, TraceParams(mode=mode, seed=seed, nv_variant=nv_variant), threads=threads)
+    s = trace_generations(lake, job, gens, source, corpus_id=corpus_id, workers=workers, batch_size=batch_size)
+    rate = (s.n_generations / s.seconds) if s.seconds > 0 else 0.0
+    console.print(f"traced {s.n_generations} generations ({s.n_skipped}/{s.n_batches} batches already done): "
+                  f"{s.n_spans} spans, {s.n_documents} documents, {rate:,.1f} gen/s; trace {s.trace_id[:12]}")
