@@ -24,17 +24,26 @@ class SentenceFile:
     dropped: Counter = field(default_factory=Counter)
 
 
-def _language_share(text: str, lang: str) -> float:
-    """Share of a sentence's words that wordfreq knows in `lang` (a cheap language check)."""
+_OTHER_LANGS = ("en", "de", "fr", "es", "it", "nl", "da", "sv", "pt", "pl")
+
+
+def _looks_like(text: str, lang: str, margin: float = 0.5) -> bool:
+    """A cheap language check: the sentence's words are, on average, at least as frequent in `lang`
+    (wordfreq Zipf scale) as in any of a few common languages, up to `margin`."""
     import wordfreq
 
     words = wordfreq.tokenize(text, lang)
     if not words:
-        return 0.0
-    return sum(wordfreq.zipf_frequency(w, lang) >= 1.5 for w in words) / len(words)
+        return False
+
+    def score(lg: str) -> float:
+        return sum(wordfreq.zipf_frequency(w, lg) for w in words) / len(words)
+
+    own = score(lang)
+    return all(score(lg) <= own + margin for lg in _OTHER_LANGS if lg != lang)
 
 
-def read_sentences(path: str | Path, lang: str = "en", max_chars: int = 500, min_lang_share: float = 0.5) -> SentenceFile:
+def read_sentences(path: str | Path, lang: str = "en", max_chars: int = 500) -> SentenceFile:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"sentence file {path} not found")
@@ -61,7 +70,7 @@ def read_sentences(path: str | Path, lang: str = "en", max_chars: int = 500, min
             out.dropped[f"longer than {max_chars} characters"] += 1
         elif s in seen:
             out.dropped["duplicate"] += 1
-        elif _language_share(s, lang) < min_lang_share:
+        elif not _looks_like(s, lang):
             out.dropped[f"not {lang}"] += 1
         else:
             seen.add(s)

@@ -37,3 +37,45 @@ def run_cli(*args: str, home: Path | None = None, check: bool = False) -> subpro
     if check and proc.returncode != 0:
         raise AssertionError(f"lmaudit {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+@pytest.fixture(scope="session")
+def mini_stack(tmp_path_factory):
+    """A small real stack for pipeline tests: stdlib text corpus with domains, a BPE tokenizer saved as a
+    transformers folder, its infini-gram index, and a randomly initialised 1-layer GPT-2 (real weights,
+    real generation; nothing is memorized, which these tests do not need)."""
+    import json
+    import os as _os
+
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    from ingest.index import build_index
+
+    root = tmp_path_factory.mktemp("mini")
+    files = sorted(Path(_os.__file__).parent.glob("*.py"))[:30]
+    texts = [f.read_text(encoding="utf-8", errors="replace")[:4000] for f in files]
+    docs = [{"text": t, "id": f"py-{i}", "domain": "code", "source": files[i].name} for i, t in enumerate(texts)]
+    docs += [{"text": "The cat sat on the mat. " * 8, "id": "cat", "domain": "prose", "source": "hand"}]
+    (root / "corpus").mkdir()
+    with open(root / "corpus" / "docs.jsonl", "w") as fh:
+        for d in docs:
+            fh.write(json.dumps(d) + "\n")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"], show_progress=False)
+    tok.train_from_iterator([d["text"] for d in docs], trainer)
+    model_dir = root / "model"
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                                   pad_token="<|endoftext|>")
+    fast.save_pretrained(model_dir)
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=128, n_embd=32, n_layer=1, n_head=2,
+                     bos_token_id=0, eos_token_id=0)
+    GPT2LMHeadModel(cfg).save_pretrained(model_dir)
+    index_dir = root / "index"
+    build_index([root / "corpus"], str(model_dir / "tokenizer.json"), index_dir, progress=False)
+    return {"root": root, "model": model_dir, "index": index_dir, "docs": docs}

@@ -1,0 +1,138 @@
+"""Generation: seeded reproducibility, resumable runs, prompt sets and their leakage filter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ingest.corpora import open_corpus, register_corpus
+from ingest.errors import UserError
+from ingest.generate.backends import GenRequest, SamplingConfig, get_backend
+from ingest.generate.plan import prompt_units
+from ingest.generate.runner import RunSpec, run_generation
+from ingest.lake import Lake
+from ingest.prompts import settings as S
+from ingest.prompts.sentences import length_match, read_sentences
+
+from conftest import run_cli
+
+
+@pytest.fixture
+def stack_lake(mini_stack, home) -> Lake:
+    lake = Lake(home)
+    register_corpus(lake, "mini", [mini_stack["index"]])
+    return lake
+
+
+def test_same_seed_same_sample_regardless_of_batch(mini_stack) -> None:
+    be = get_backend("hf", str(mini_stack["model"]), batch_size=4)
+    s = SamplingConfig(max_new_tokens=24)
+    reqs = [GenRequest(f"k{i}", (be.bos_id,), 42 + i) for i in range(6)]
+    a = be.generate(reqs, s)
+    b = be.generate(list(reversed(reqs)), s)
+    solo = get_backend("hf", str(mini_stack["model"]), batch_size=1).generate([reqs[3]], s)
+    assert [o.token_ids for o in a] == [o.token_ids for o in reversed(b)]
+    assert solo[0].token_ids == a[3].token_ids
+    assert len({o.token_ids for o in a}) > 1  # different seeds give different samples
+    assert all(len(o.token_ids) <= 24 and o.finish_reason in ("stop", "length") for o in a)
+    greedy = be.generate(reqs[:2], SamplingConfig(temperature=0.0, max_new_tokens=10))
+    assert greedy[0].token_ids == greedy[1].token_ids
+
+
+def test_prompt_sets(mini_stack, stack_lake, tmp_path) -> None:
+    corpus = open_corpus(stack_lake, "mini")
+    cue = S.minimal_cue(corpus, 20, "en", seed=1)
+    assert len(cue.rows) == 20 and all(r["text"][0].isupper() for r in cue.rows)
+    assert cue.rows == S.minimal_cue(corpus, 20, "en", seed=1).rows
+    pre = S.prefix(corpus, 5, seed=0)
+    assert len(pre.rows) == 5
+    for r in pre.rows:
+        assert len(r["token_ids"]) == 50
+        doc_text = next(d["text"] for d in mini_stack["docs"] if d["id"] == r["source_doc"])
+        assert doc_text.startswith(r["text"] + r["true_continuation"])
+    sents = S.sentences(corpus, "generic", ["The cat sat on the mat.", "Quantum zebras juggle violet pianos."],
+                        "en", source="t")
+    outcome = {r["text"]: (r["leakage_outcome"], r["leakage_reason"]) for r in sents.rows}
+    assert outcome["The cat sat on the mat."][0] == "dropped"
+    assert outcome["Quantum zebras juggle violet pianos."] == ("kept", None)
+    with pytest.raises(UserError, match="no word list"):
+        S.minimal_cue(corpus, 3, "xx")
+
+
+def test_sentence_files_report_problems(tmp_path) -> None:
+    f = tmp_path / "s.txt"
+    f.write_text("Hello there, how are you?\n\n" + "x" * 600 + "\nDer Hund ist sehr schön und groß.\n"
+                 "Hello there, how are you?\n1\teng\tA tatoeba sentence in English.\n2\tdeu\tEin Satz.\n")
+    sf = read_sentences(f, "en")
+    assert sf.sentences == ["Hello there, how are you?", "A tatoeba sentence in English."]
+    assert sf.dropped["empty line"] == 1 and sf.dropped["duplicate"] == 1
+    assert sf.dropped["longer than 500 characters"] == 1 and sf.dropped["not en"] == 1
+    assert sf.dropped["other language (tsv column)"] == 1
+    (tmp_path / "de.txt").write_text("Der Hund ist sehr schön.\nIch habe keine Zeit.\nDas Wetter ist gut.\n")
+    with pytest.raises(UserError, match="do not look like en|no usable en"):
+        read_sentences(tmp_path / "de.txt", "en")
+    (tmp_path / "bad.txt").write_bytes(b"fine\ncaf\xe9\n")
+    with pytest.raises(UserError, match="line 2: not valid UTF-8"):
+        read_sentences(tmp_path / "bad.txt")
+    assert length_match([3, 12], [("a", 3), ("b", 13), ("c", 30)], seed=0) == ["a", "b"]
+
+
+def _spec(run_id: str) -> RunSpec:
+    return RunSpec(run_id, "mini", "minimal_cue", "hf", None, SamplingConfig(max_new_tokens=12), chunk_size=4)
+
+
+def test_run_is_resumable_and_never_duplicates(mini_stack, stack_lake) -> None:
+    from ingest.cli.prompts_cmds import build_prompt_set
+
+    build_prompt_set(stack_lake, "mini", "minimal_cue", n=5)
+    be = get_backend("hf", str(mini_stack["model"]), batch_size=8)
+    units = prompt_units(stack_lake, "mini", "minimal_cue", be, n_samples=2, n_generations=0)
+    full = run_generation(stack_lake, be, _spec("r"), units, progress=False)
+    assert full.n_generations == 10 and full.n_chunks == 3
+    rows = sorted(stack_lake.read("generations").to_pylist(), key=lambda r: r["generation_id"])
+    # simulate a killed run: drop one finished chunk, re-run, get the identical rows back
+    stack_lake.delete("generations", stack_lake.partitions("generations")[1])
+    again = run_generation(stack_lake, be, _spec("r"), units, progress=False)
+    assert again.n_chunks_skipped == 2
+    assert sorted(stack_lake.read("generations").to_pylist(), key=lambda r: r["generation_id"]) == rows
+    with pytest.raises(UserError, match="already exists with other parameters"):
+        run_generation(stack_lake, be, RunSpec("r", "mini", "minimal_cue", "hf", None, SamplingConfig(top_p=0.5, max_new_tokens=12), chunk_size=4), units, progress=False)
+
+
+def test_killed_generate_command_resumes_to_exact_count(mini_stack, home) -> None:
+    """Kill `lmaudit generate` with SIGKILL after its first chunk, re-run it: exact row count, no duplicates."""
+    lake = Lake(home)
+    register_corpus(lake, "mini", [mini_stack["index"]])
+    run_cli("prompts", "build", "--corpus", "mini", "--setting", "unconditional", home=home, check=True)
+    args = ["generate", "--model", str(mini_stack["model"]), "--corpus", "mini", "--settings", "unconditional",
+            "--n-generations", "40", "--max-new-tokens", "8", "--run-prefix", "k"]
+    killer = textwrap.dedent(f"""
+        import os, sys
+        import ingest.generate.runner as r
+        real = r.Lake.write
+        def write(self, table, part, rows, meta=None):
+            out = real(self, table, part, rows, meta)
+            if table == "generations":
+                os._exit(9)  # dies right after the first chunk is safely written
+            return out
+        r.Lake.write = write
+        sys.argv = ["lmaudit"] + {args!r}
+        from ingest.cli.main import run
+        run()
+    """)
+    import os
+
+    env = {**os.environ, "LMAUDIT_HOME": str(home)}
+    # a chunk is 256 samples: use 40 generations -> one chunk; kill after it, then force a second run
+    proc = subprocess.run([sys.executable, "-c", killer], env=env, capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    assert lake.read("generations").num_rows == 40
+    assert [r["finished_at"] for r in lake.read("runs").to_pylist()] == [None]  # the run is marked unfinished
+    done = run_cli(*args, home=home, check=True)
+    assert "1/1 chunks already done" in done.stdout
+    assert lake.read("generations").num_rows == 40
+    assert lake.read("runs").to_pylist()[0]["finished_at"] is not None
