@@ -18,6 +18,7 @@ def generate(
     n_samples: Annotated[int, typer.Option(help="Samples per prompt (prompted settings).")] = 10,
     n_generations: Annotated[int, typer.Option(help="Generations of a prompt-free setting.")] = 10_000,
     max_prompts: Annotated[int | None, typer.Option(help="Use at most this many prompts per setting.")] = None,
+    prompt_set: Annotated[str | None, typer.Option(help="Prompt set id (prefix) to use; default: the latest built.")] = None,
     temperature: Annotated[float, typer.Option()] = 0.7,
     top_p: Annotated[float, typer.Option()] = 0.95,
     max_new_tokens: Annotated[int, typer.Option()] = 256,
@@ -47,7 +48,7 @@ def generate(
     be = get_backend(backend, model, **kwargs)
     prefix = run_prefix or Path(model).name
     for s in wanted:
-        units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts)
+        units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
         spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base)
         r = run_generation(lake, be, spec, units)
         rate = r.tokens / r.seconds if r.seconds > 0 else 0

@@ -56,6 +56,7 @@ def _register_optional() -> None:
     app.command("generate")(generate_cmds.generate)
     app.command("trace")(trace_cmds.trace)
     app.command("demo")(demo_cmds.demo)
+    __import__("ingest.cli.classify_cmds", fromlist=["register"]).register(app)  # classify, reference
 
 
 _register_optional()

@@ -17,7 +17,7 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
                      file: Path | None = None, match_file: Path | None = None, check_leakage: bool = True):
     """Build one setting's prompts and write them (replacing an earlier build of the same setting)."""
     from ingest.corpora import open_corpus
-    from ingest.lake import partition_name
+    from ingest.lake import make_key, partition_name
     from ingest.prompts import settings as S
     from ingest.prompts.sentences import length_match, read_sentences
 
@@ -48,7 +48,15 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
         from ingest.lake import SETTINGS
 
         raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
-    lake.write("prompts", partition_name("set", corpus_name, setting), ps.rows)
+    import hashlib
+    import json
+
+    digest = lambda f: hashlib.sha256(Path(f).read_bytes()).hexdigest() if f else None  # noqa: E731
+    prompt_set = make_key(corpus.corpus_id, setting, json.dumps(
+        {"n": n, "lang": lang, "seed": seed, "file": digest(file), "match_file": digest(match_file),
+         "leakage_filter": check_leakage}, sort_keys=True))
+    ps.stamp(prompt_set)
+    lake.write("prompts", partition_name("set", corpus_name, setting, prompt_set[:12]), ps.rows)
     return ps, notes
 
 

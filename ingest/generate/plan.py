@@ -10,13 +10,25 @@ from ingest.lake import Lake
 
 
 def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samples: int,
-                 n_generations: int, max_prompts: int | None = None) -> list[PromptUnit]:
+                 n_generations: int, max_prompts: int | None = None, prompt_set: str | None = None) -> list[PromptUnit]:
+    """Work units from one prompt set: `prompt_set` (an id or its prefix) or the most recently built."""
     cid = corpus_id_for(corpus)
-    rows = [r for r in lake.read("prompts").to_pylist()
-            if r["corpus_id"] == cid and r["setting"] == setting and r["leakage_outcome"] in (None, "kept")]
+    rows = [r for r in lake.read("prompts").to_pylist() if r["corpus_id"] == cid and r["setting"] == setting]
     if not rows:
         raise UserError(f"no {setting} prompts for corpus {corpus!r}; run `lmaudit prompts build --corpus {corpus} "
                         f"--setting {setting}` first")
+    if prompt_set is None:
+        latest = max(rows, key=lambda r: (r["created_at"] is not None, r["created_at"] or 0))
+        prompt_set = latest["prompt_set"]
+        rows = [r for r in rows if r["prompt_set"] == prompt_set]
+    else:
+        rows = [r for r in rows if (r["prompt_set"] or "").startswith(prompt_set)]
+        if len({r["prompt_set"] for r in rows}) != 1:
+            raise UserError(f"prompt set {prompt_set!r} matches {len({r['prompt_set'] for r in rows})} sets of "
+                            f"{setting} prompts; give more of its id")
+    rows = [r for r in rows if r["leakage_outcome"] in (None, "kept")]
+    if not rows:
+        raise UserError(f"every {setting} prompt of corpus {corpus!r} was removed by the leakage filter")
     rows.sort(key=lambda r: r["prompt_id"])
     if max_prompts is not None:
         rows = rows[:max_prompts]

@@ -49,6 +49,7 @@ _SPECS = [
         _f("source_doc", pa.string()), _f("true_continuation", pa.string()),
         _f("leakage_outcome", pa.string()), _f("leakage_reason", pa.string()),
         _f("token_ids", pa.list_(pa.int64())), _f("tokenizer", pa.string()),
+        _f("prompt_set", pa.string()), _f("created_at", TS),
     ]), "one prompt of a setting"),
     TableSpec("generations", "generation_id", ("run_id", "prompt_id", "sample_idx"), pa.schema([
         _f("generation_id", pa.string(), False), _f("run_id", pa.string(), False),

@@ -26,6 +26,18 @@ class PromptSet:
     rows: list[dict[str, Any]]
     dropped: Counter = field(default_factory=Counter)
 
+    def stamp(self, prompt_set: str) -> PromptSet:
+        """Give every prompt the set's id: prompt ids include it, so two builds with different parameters
+        never collide, and an old run keeps the prompts it was generated from."""
+        from datetime import datetime, timezone
+
+        now = datetime.now(timezone.utc)
+        for r in self.rows:
+            r["prompt_id"] = make_key(r["prompt_id"], prompt_set)
+            r["prompt_set"] = prompt_set
+            r["created_at"] = now
+        return self
+
     @property
     def kept(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r["leakage_outcome"] in (None, "kept")]
@@ -36,7 +48,7 @@ def _row(corpus: OpenCorpus, setting: str, key: object, text: str, token_ids: li
         "prompt_id": make_key(corpus.corpus_id, setting, key), "setting": setting, "text": text,
         "token_ids": [int(t) for t in token_ids], "tokenizer": corpus.tokenizer.name, "corpus_id": corpus.corpus_id,
         "language": None, "source": None, "source_doc": None, "true_continuation": None,
-        "leakage_outcome": None, "leakage_reason": None, **extra,
+        "leakage_outcome": None, "leakage_reason": None, "prompt_set": None, "created_at": None, **extra,
     }
 
 

@@ -20,7 +20,9 @@ final as (
         cast(leakage_outcome as varchar) as leakage_outcome,
         cast(leakage_reason as varchar) as leakage_reason,
         cast(token_ids as bigint[]) as token_ids,
-        cast(tokenizer as varchar) as tokenizer
+        cast(tokenizer as varchar) as tokenizer,
+        cast(prompt_set as varchar) as prompt_set,
+        cast(created_at as timestamptz) as created_at
     from source
 
 )

@@ -1,0 +1,95 @@
+"""The main job on the embedded sandbox: sandbox -> prompts -> generate -> trace -> dbt build.
+
+Every step is cached or resumable, so `lmaudit demo` can be interrupted and re-run: the sandbox build is
+cached by its parameters, prompts are rebuilt idempotently, generation and tracing skip finished chunks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+
+from ingest.lake import SETTINGS, Lake
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    size: str
+    n_prompts: int
+    n_samples: int
+    n_unconditional: int
+    max_new_tokens: int
+
+
+PLANS = {
+    "tiny": DemoPlan("tiny", n_prompts=6, n_samples=2, n_unconditional=12, max_new_tokens=64),
+    "small": DemoPlan("small", n_prompts=30, n_samples=3, n_unconditional=60, max_new_tokens=128),
+    "default": DemoPlan("default", n_prompts=50, n_samples=4, n_unconditional=200, max_new_tokens=128),
+}
+
+
+def data_file(name: str) -> Path:
+    return Path(str(resources.files("ingest.data") / name))
+
+
+def run_demo(home: Path, size: str = "default", console: Console | None = None, progress: bool = True) -> dict:
+    from ingest.build import build
+    from ingest.cli.prompts_cmds import build_prompt_set
+    from ingest.cli.sandbox_cmds import build_and_register
+    from ingest.corpora import corpus_id_for, corpus_row
+    from ingest.generate.backends import SamplingConfig, get_backend
+    from ingest.generate.plan import prompt_units
+    from ingest.generate.runner import RunSpec, run_generation
+    from ingest.trace.params import TraceParams
+    from ingest.trace.run import TraceJob, trace_generations
+
+    console = console or Console()
+    plan = PLANS[size]
+    lake = Lake(home)
+    lake.init()
+    timings: dict[str, float] = {}
+
+    def step(name: str):
+        console.print(f"[bold cyan]>[/] {name}")
+        return time.perf_counter()
+
+    t = step(f"sandbox ({size}): corpus, tokenizer, index, tiny GPT-2")
+    paths, corpus = build_and_register(lake, home, size, progress=progress)
+    timings["sandbox"] = time.perf_counter() - t
+
+    t = step("prompts for the five settings")
+    generic, specific = data_file("generic_en.txt"), data_file("specific_code_en.txt")
+    for s in SETTINGS:
+        build_prompt_set(lake, corpus, s, n=plan.n_prompts, file=generic if s == "generic" else specific,
+                         match_file=generic if s == "specific" else None)
+    timings["prompts"] = time.perf_counter() - t
+
+    t = step("generate (transformers backend)")
+    be = get_backend("hf", str(paths.model_dir), batch_size=32, threads=1)
+    sampling = SamplingConfig(max_new_tokens=plan.max_new_tokens)
+    run_ids = []
+    for s in SETTINGS:
+        units = prompt_units(lake, corpus, s, be, plan.n_samples, plan.n_unconditional)
+        spec = RunSpec(f"sandbox-{size}-{s}", str(paths.model_dir), s, "hf", corpus_id_for(corpus), sampling)
+        run_generation(lake, be, spec, units, progress=progress)
+        run_ids.append(spec.run_id)
+    timings["generate"] = time.perf_counter() - t
+
+    t = step("trace every generation against the training corpus")
+    dirs = tuple(corpus_row(lake, corpus)["index_dirs"])
+    job = TraceJob(dirs, TraceParams())
+    gens = lake.read("generations").select(["generation_id", "run_id", "text"]).to_pylist()
+    for rid in run_ids:
+        mine = [(g["generation_id"], g["text"]) for g in gens if g["run_id"] == rid]
+        trace_generations(lake, job, mine, f"run:{rid}", corpus_id=corpus_id_for(corpus), progress=progress)
+    timings["trace"] = time.perf_counter() - t
+
+    t = step("dbt build (metrics, tests)")
+    result = build(home, progress=progress)
+    timings["build"] = time.perf_counter() - t
+    console.print(result.summary())
+    return {"timings": timings, "build": result, "runs": run_ids, "corpus": corpus}
