@@ -43,6 +43,7 @@ def version() -> None:
 app.command()(warehouse_cmds.init)
 app.command()(warehouse_cmds.build)
 app.command()(warehouse_cmds.sql)
+app.command()(warehouse_cmds.export)
 app.add_typer(import_cmds.app, name="import")
 
 

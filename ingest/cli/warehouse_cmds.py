@@ -86,3 +86,20 @@ def sql(
     console.print(table)
     if len(rows) > max_rows:
         console.print(f"(first {max_rows} rows shown; use --max-rows to see more)")
+
+
+def export(
+    ctx: typer.Context,
+    format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    models: Annotated[list[str] | None, typer.Option("--models", "-m", help="Marts to export (default: every fct_/dim_ table).")] = None,
+    no_publish: Annotated[bool, typer.Option(help="Skip the read-only published copy of the database.")] = False,
+) -> None:
+    """Export marts to <warehouse>/exports for BI tools, plus a read-only copy of the database."""
+    from ingest.export import export as run_export
+
+    st = state(ctx)
+    res = run_export(st.home, format, models or None, publish=not no_publish)
+    for f in res.files:
+        console.print(f"wrote {f}")
+    if res.published:
+        console.print(f"published read-only copy: {res.published}")
