@@ -44,6 +44,7 @@ app.command()(warehouse_cmds.init)
 app.command()(warehouse_cmds.build)
 app.command()(warehouse_cmds.sql)
 app.command()(warehouse_cmds.export)
+app.command()(warehouse_cmds.report)
 app.add_typer(import_cmds.app, name="import")
 
 

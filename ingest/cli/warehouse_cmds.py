@@ -103,3 +103,19 @@ def export(
         console.print(f"wrote {f}")
     if res.published:
         console.print(f"published read-only copy: {res.published}")
+
+
+def report(
+    ctx: typer.Context,
+    out: Annotated[str | None, typer.Option(help="Output folder (default <warehouse>/report).")] = None,
+) -> None:
+    """Draw the figures (PNG) and write one self-contained HTML report from the marts."""
+    from pathlib import Path
+
+    from ingest.report.build import build_report
+
+    st = state(ctx)
+    r = build_report(st.home, Path(out) if out else None)
+    console.print(f"report: {r.html} ({len(r.images)} figures)")
+    for s in r.skipped:
+        console.print(f"  skipped {s}")

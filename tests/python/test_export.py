@@ -54,3 +54,14 @@ def test_export_errors(home: Path, built: Path) -> None:
         export(built, "xlsx")
     with pytest.raises(UserError, match="run `lmaudit build` first"):
         export(home.parent / "empty", "parquet")
+
+
+def test_report_is_self_contained(built: Path, tmp_path: Path) -> None:
+    from ingest.report.build import build_report
+
+    r = build_report(built, tmp_path / "report")
+    page = r.html.read_text()
+    assert page.startswith("<!doctype html>") and "Headline metrics" in page
+    assert "src='data:image/png;base64," in page or not r.images
+    assert all(p.exists() and p.stat().st_size > 1000 for p in r.images.values())
+    assert "src='http" not in page and 'src="http' not in page

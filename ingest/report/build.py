@@ -1,0 +1,80 @@
+"""Assemble the report: PNGs plus one self-contained HTML page (images inlined, no external files)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ingest.export import _connect
+from ingest.report.figures import FIGURES
+
+HEADLINE_SQL = """
+select setting, model, metric, round(value, 4) as value, round(ci_low, 4) as ci_low,
+       round(ci_high, 4) as ci_high, n_units, null_reason
+from fct_setting_metrics where metric in ('fmr', 'als', 'nvr', 'r50') order by model, setting, metric
+"""
+PROPENSITY_SQL = """
+select propensity_setting, model, metric, round(f_p, 4) as f_p, round(f_c, 4) as f_c, round(pm, 3) as pm,
+       round(ci_low, 3) as ci_low, round(ci_high, 3) as ci_high, null_reason
+from fct_propensity where metric in ('fmr', 'nvr', 'r50') order by model, propensity_setting, metric
+"""
+
+
+@dataclass(frozen=True)
+class Report:
+    html: Path
+    images: dict[str, Path]
+    skipped: list[str]
+
+
+def _table(con, sql: str) -> str:
+    try:
+        cur = con.execute(sql)
+    except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+        return f"<p><em>not available: {html.escape(str(e).splitlines()[0])}</em></p>"
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    if not rows:
+        return "<p><em>no rows</em></p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{'' if v is None else html.escape(str(v))}</td>" for v in r) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def build_report(home: Path, out: Path | None = None) -> Report:
+    out = (out or home / "report").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    con = _connect(home)
+    images, skipped, sections = {}, [], []
+    try:
+        for name, (fn, title) in FIGURES.items():
+            png = out / f"{name}.png"
+            try:
+                drawn = fn(con, png)
+            except Exception as e:  # noqa: BLE001
+                drawn = False
+                skipped.append(f"{name}: {str(e).splitlines()[0]}")
+            if drawn:
+                images[name] = png
+                data = base64.b64encode(png.read_bytes()).decode()
+                sections.append(f"<h2>{html.escape(title)}</h2><img src='data:image/png;base64,{data}' alt='{name}'>")
+            elif not any(s.startswith(name) for s in skipped):
+                skipped.append(f"{name}: no data")
+        tables = (f"<h2>Headline metrics</h2>{_table(con, HEADLINE_SQL)}"
+                  f"<h2>Propensity</h2>{_table(con, PROPENSITY_SQL)}")
+    finally:
+        con.close()
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>lmaudit report</title>
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}}img{{max-width:100%}}
+table{{border-collapse:collapse;font-size:12px}}td,th{{border:1px solid #ccc;padding:2px 6px}}</style></head>
+<body><h1>lmaudit report</h1><p>Warehouse {html.escape(str(home))}, built {stamp}.</p>
+{''.join(sections)}{tables}
+<p><small>Skipped: {html.escape('; '.join(skipped)) or 'nothing'}</small></p></body></html>"""
+    page_path = out / "report.html"
+    page_path.write_text(page, encoding="utf-8")
+    return Report(page_path, images, skipped)

@@ -1,0 +1,167 @@
+"""One function per figure. Each takes a read-only DuckDB connection and a path, and returns False (and
+draws nothing) when its mart has no rows, so a partial warehouse still gets a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+SETTING_ORDER = ["unconditional", "minimal_cue", "generic", "specific", "prefix"]
+HEADLINE = [("fmr", "FMR (full match rate)"), ("als", "ALS (mean longest span, tokens)"),
+            ("nvr", "NVR (near-verbatim recall)"), ("r50", "R50 (share with a >= 50-token span)")]
+
+
+def _rows(con, sql: str) -> list[dict]:
+    cur = con.execute(sql)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _order(settings):
+    return sorted(set(settings), key=lambda s: (SETTING_ORDER.index(s) if s in SETTING_ORDER else 99, s))
+
+
+def _errbars(vals, lo, hi):
+    v = np.array([np.nan if x is None else x for x in vals], dtype=float)
+    lo = np.array([np.nan if x is None else x for x in lo], dtype=float)
+    hi = np.array([np.nan if x is None else x for x in hi], dtype=float)
+    return v, np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)])
+
+
+def metric_bars(con, path: Path) -> bool:
+    rows = _rows(con, "select model, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
+                      "where metric in ('fmr', 'als', 'nvr', 'r50')")
+    if not rows:
+        return False
+    models = sorted({r["model"] for r in rows})
+    settings = _order(r["setting"] for r in rows)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4))
+    width = 0.8 / max(1, len(models))
+    for ax, (metric, title) in zip(axes, HEADLINE):
+        for j, m in enumerate(models):
+            got = {r["setting"]: r for r in rows if r["metric"] == metric and r["model"] == m}
+            vals = [got.get(s, {}).get("value") for s in settings]
+            v, err = _errbars(vals, [got.get(s, {}).get("ci_low") for s in settings],
+                              [got.get(s, {}).get("ci_high") for s in settings])
+            x = np.arange(len(settings)) + (j - (len(models) - 1) / 2) * width
+            ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=Path(m).name)
+        ax.set_xticks(np.arange(len(settings)), settings, rotation=30, ha="right")
+        ax.set_title(title, fontsize=10)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Memorization metrics per setting (95% bootstrap intervals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def propensity(con, path: Path) -> bool:
+    rows = _rows(con, "select model, propensity_setting, metric, pm, ci_low, ci_high from fct_propensity "
+                      "where metric in ('fmr', 'nvr', 'r50') and pm is not null")
+    if not rows:
+        return False
+    settings = _order(r["propensity_setting"] for r in rows)
+    metrics = ["fmr", "nvr", "r50"]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(metrics)
+    for j, m in enumerate(metrics):
+        got = {r["propensity_setting"]: r for r in rows if r["metric"] == m}
+        v, err = _errbars([got.get(s, {}).get("pm") for s in settings],
+                          [got.get(s, {}).get("ci_low") for s in settings],
+                          [got.get(s, {}).get("ci_high") for s in settings])
+        x = np.arange(len(settings)) + (j - 1) * width
+        ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=m.upper())
+    ax.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="neutral (0.5)")
+    ax.set_ylim(0, 1)
+    ax.set_xticks(np.arange(len(settings)), settings)
+    ax.set_ylabel("PM = f_p / (f_p + f_c)")
+    ax.set_title("Memorization propensity vs the prefix attack")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def longest_spans(con, path: Path) -> bool:
+    rows = _rows(con, "select setting, longest_span from int_generation_facts where is_traced")
+    if not rows:
+        return False
+    settings = _order(r["setting"] for r in rows)
+    data = [[r["longest_span"] or 0 for r in rows if r["setting"] == s] for s in settings]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.boxplot(data, showfliers=True)
+    ax.set_xticks(range(1, len(settings) + 1), settings)
+    ax.axhline(20, color="tab:orange", linestyle=":", linewidth=1, label="20 tokens (R20)")
+    ax.axhline(50, color="tab:red", linestyle=":", linewidth=1, label="50 tokens (R50)")
+    ax.set_ylim(0, max(55, max((max(d) for d in data if d), default=0) * 1.05))
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_ylabel("longest matching span (tokens)")
+    ax.set_title("Longest span per generation")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def duplication(con, path: Path) -> bool:
+    rows = _rows(con, "select setting, n_once, n_rare, n_frequent, n_long from fct_duplication where n_long > 0")
+    if not rows:
+        return False
+    settings = _order(r["setting"] for r in rows)
+    agg = {s: [sum((r[k] or 0) for r in rows if r["setting"] == s) for k in ("n_once", "n_rare", "n_frequent")]
+           for s in settings}
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bottom = np.zeros(len(settings))
+    for i, label in enumerate(["occurs once", "< 10 times", ">= 10 times"]):
+        vals = np.array([agg[s][i] / max(1, sum(agg[s])) for s in settings])
+        ax.bar(settings, vals, bottom=bottom, label=label)
+        bottom += vals
+    ax.set_ylabel("share of long (>= 50-token) spans")
+    ax.set_title("How often do reproduced long spans occur in the training corpus?")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def mixture(con, path: Path) -> bool:
+    import json
+
+    rows = _rows(con, "select estimator, domains, truth, estimates, overlap_accuracy from fct_mixture_evaluation "
+                      "where estimates is not null and truth is not null")
+    if not rows:
+        return False
+    domains = json.loads(rows[0]["domains"]) if isinstance(rows[0]["domains"], str) else list(rows[0]["domains"])
+    truth = json.loads(rows[0]["truth"]) if isinstance(rows[0]["truth"], str) else list(rows[0]["truth"])
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / (len(rows) + 1)
+    x = np.arange(len(domains))
+    ax.bar(x - 0.4 + width / 2, truth, width, label="documented", color="black")
+    for j, r in enumerate(rows, start=1):
+        est = json.loads(r["estimates"]) if isinstance(r["estimates"], str) else list(r["estimates"])
+        ax.bar(x - 0.4 + width / 2 + j * width, est, width,
+               label=f"{r['estimator']} ({100 * (r['overlap_accuracy'] or 0):.1f}%)")
+    ax.set_xticks(x, domains)
+    ax.set_ylabel("share of training data")
+    ax.set_title("Estimated vs documented training mixture (overlap accuracy)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+FIGURES = {
+    "metrics": (metric_bars, "Memorization metrics per setting"),
+    "propensity": (propensity, "Propensity per setting"),
+    "longest_spans": (longest_spans, "Longest-span distribution"),
+    "duplication": (duplication, "Duplication of long spans"),
+    "mixture": (mixture, "Mixture estimate vs documented mixture"),
+}
