@@ -18,8 +18,10 @@ from ingest.lake import Lake
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def built(home: Path, tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    tmp_path = tmp_path_factory.mktemp("export")
+    home = tmp_path / "warehouse"
     f = tmp_path / "g.jsonl"
     f.write_text("".join(json.dumps({"text": f"sample {i}"}) + "\n" for i in range(4)))
     import_generations(Lake(home), f, run_id="r", model="m", setting="unconditional")
