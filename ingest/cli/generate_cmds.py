@@ -26,6 +26,9 @@ def generate(
     batch_size: Annotated[int, typer.Option(help="Samples per forward pass (hf).")] = 32,
     threads: Annotated[int, typer.Option(help="torch threads (hf); 1 is fastest for small models on a busy machine.")] = 1,
     run_prefix: Annotated[str | None, typer.Option(help="Run ids are PREFIX-SETTING (default: model folder name).")] = None,
+    executor: Annotated[str, typer.Option(help="local (this machine) or ray (a Ray cluster).")] = "local",
+    workers: Annotated[int, typer.Option(help="Workers (processes or Ray actors), each loading the model.")] = 1,
+    address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
 ) -> None:
     """Generate continuations; re-running the same command resumes an interrupted run."""
     from pathlib import Path
@@ -44,13 +47,18 @@ def generate(
             raise UserError(f"unknown setting {s!r}; choose from {', '.join(SETTINGS)}")
     corpus_row(lake, corpus)
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
+    from ingest.executors import get_executor
+
     kwargs = {"batch_size": batch_size, "threads": threads} if backend == "hf" else {}
-    be = get_backend(backend, model, **kwargs)
+    be = get_backend(backend, model, **kwargs)  # the driver needs the tokenizer (start token) in any case
+    ex = None
+    if executor != "local" or workers > 1:
+        ex = get_executor(executor, workers=workers, **({"address": address} if executor == "ray" else {}))
     prefix = run_prefix or Path(model).name
     for s in wanted:
         units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
         spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base)
-        r = run_generation(lake, be, spec, units)
+        r = run_generation(lake, be, spec, units, executor=ex, backend_kwargs=kwargs)
         rate = r.tokens / r.seconds if r.seconds > 0 else 0
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
                       f"already done), {rate:,.0f} tokens/s")

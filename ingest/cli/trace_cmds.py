@@ -47,6 +47,8 @@ def trace(
     batch_size: Annotated[int, typer.Option(help="Generations per lake partition (the unit of resuming).")] = 64,
     seed: Annotated[int, typer.Option(help="Document-sampling seed.")] = 0,
     nv_variant: Annotated[str, typer.Option(help="adaptive (default) or fixed nv-recall parameters.")] = "adaptive",
+    executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (one actor per worker).")] = "local",
+    address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
 ) -> None:
     """Trace generations span by span; re-running the same command resumes where it stopped."""
     from ingest.corpora import corpus_row
@@ -70,7 +72,11 @@ def trace(
         row = corpus_row(lake, name)
         dirs, corpus_id = tuple(row["index_dirs"]), row["corpus_id"]
     job = TraceJob(dirs, TraceParams(mode=mode, seed=seed, nv_variant=nv_variant), threads=threads)
-    s = trace_generations(lake, job, gens, source, corpus_id=corpus_id, workers=workers, batch_size=batch_size)
+    from ingest.executors import get_executor
+
+    ex = get_executor(executor, workers=workers, **({"address": address} if executor == "ray" else {}))
+    s = trace_generations(lake, job, gens, source, corpus_id=corpus_id, workers=workers, batch_size=batch_size,
+                          executor=ex)
     rate = (s.n_generations / s.seconds) if s.seconds > 0 else 0.0
     console.print(f"traced {s.n_generations} generations ({s.n_skipped}/{s.n_batches} batches already done): "
                   f"{s.n_spans} spans, {s.n_documents} documents, {rate:,.1f} gen/s; trace {s.trace_id[:12]}")

@@ -70,8 +70,23 @@ def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime,
     }
 
 
-def run_generation(lake: Lake, backend: Backend, spec: RunSpec, units: Sequence[PromptUnit],
-                   progress: bool = True) -> RunSummary:
+class GenerateWorker:
+    """Loads the model once (in a worker process or a Ray actor) and generates chunks of requests."""
+
+    def __init__(self, backend: str, model: str, backend_kwargs: dict | None = None):
+        from ingest.generate.backends import get_backend
+
+        self.backend = get_backend(backend, model, **(backend_kwargs or {}))
+
+    def __call__(self, job: tuple[list[GenRequest], SamplingConfig]) -> list:
+        requests, sampling = job
+        return self.backend.generate(requests, sampling)
+
+
+def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Sequence[PromptUnit],
+                   progress: bool = True, executor=None, backend_kwargs: dict | None = None) -> RunSummary:
+    """Generate every (prompt, sample) of the run. With an `executor`, workers load the model themselves
+    (`spec.backend`, `spec.model`, `backend_kwargs`); otherwise the given `backend` runs in-process."""
     if not units:
         raise UserError(f"run {spec.run_id}: no prompts for setting {spec.setting}; run `lmaudit prompts build` first")
     fp = spec.fingerprint(units)
@@ -98,15 +113,25 @@ def run_generation(lake: Lake, backend: Backend, spec: RunSpec, units: Sequence[
                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                   disable=not progress, transient=True) as bar:
         task = bar.add_task("", total=len(work), rate="")
+        todo = []
         for ci, chunk in enumerate(chunks):
             part = partition_name("run", spec.run_id, f"chunk-{ci:06d}")
             if lake.is_done("generations", part):
                 skipped += 1
                 bar.advance(task, len(chunk))
-                continue
-            reqs = [GenRequest(make_key(spec.run_id, u.prompt_id, g), u.token_ids, spec.seed_base + g)
-                    for u, g in chunk]
-            outs = backend.generate(reqs, spec.sampling)
+            else:
+                todo.append((part, chunk))
+        jobs = [([GenRequest(make_key(spec.run_id, u.prompt_id, g), u.token_ids, spec.seed_base + g)
+                  for u, g in chunk], spec.sampling) for _, chunk in todo]
+        if executor is None:
+            if backend is None:
+                raise ValueError("run_generation needs a backend or an executor")
+            results = (backend.generate(reqs, sampling) for reqs, sampling in jobs)
+        else:
+            from ingest.executors import WorkerSpec
+
+            results = executor.map(WorkerSpec(GenerateWorker, (spec.backend, spec.model, backend_kwargs)), jobs)
+        for (part, chunk), outs in zip(todo, results):
             rows = [{"generation_id": o.key, "run_id": spec.run_id, "prompt_id": u.prompt_id, "sample_idx": g,
                      "seed": spec.seed_base + g, "text": o.text, "n_tokens": len(o.token_ids),
                      "finish_reason": o.finish_reason} for (u, g), o in zip(chunk, outs)]

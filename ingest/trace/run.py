@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from ingest import __version__
 from ingest.errors import UserError
+from ingest.executors import Executor, WorkerSpec, get_executor
 from ingest.lake import Lake, make_key
 from ingest.trace.params import TraceParams
 
-_WORKER: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -54,30 +53,30 @@ def open_tracer(job: TraceJob, trace_id: str):
     return Tracer(engine, tok, logp, m.unigram_floor if m.unigram_floor is not None else -30.0, job.params, trace_id)
 
 
-def _init_worker(job: TraceJob, trace_id: str) -> None:
-    _WORKER["tracer"] = open_tracer(job, trace_id)
-    _WORKER["job"] = job
-    _WORKER["served"] = 0
+class TraceWorker:
+    """Opens the index once; traces batches with `job.threads` threads sharing the engine."""
 
+    def __init__(self, job: TraceJob, trace_id: str):
+        self.job = job
+        self.tracer = open_tracer(job, trace_id)
+        self.served = 0
 
-def trace_batch(batch: Sequence[tuple[str, str]]) -> tuple[list, list, list]:
-    """Trace one batch in this worker (threads share its engine)."""
-    tracer, job = _WORKER["tracer"], _WORKER["job"]
-    if _WORKER["served"] >= job.reopen_every:
-        tracer.engine.reopen()
-        _WORKER["served"] = 0
-    if job.threads > 1:
-        with ThreadPoolExecutor(job.threads) as ex:
-            outs = list(ex.map(lambda g: tracer.trace(*g), batch))
-    else:
-        outs = [tracer.trace(*g) for g in batch]
-    _WORKER["served"] += len(batch)
-    spans, docs, counts = [], [], []
-    for o in outs:
-        spans += o.spans
-        docs += o.documents
-        counts += o.counts
-    return spans, docs, counts
+    def __call__(self, batch: Sequence[tuple[str, str]]) -> tuple[list, list, list]:
+        if self.served >= self.job.reopen_every:  # between batches: no thread is using the engine
+            self.tracer.engine.reopen()
+            self.served = 0
+        if self.job.threads > 1:
+            with ThreadPoolExecutor(self.job.threads) as ex:
+                outs = list(ex.map(lambda g: self.tracer.trace(*g), batch))
+        else:
+            outs = [self.tracer.trace(*g) for g in batch]
+        self.served += len(batch)
+        spans, docs, counts = [], [], []
+        for o in outs:
+            spans += o.spans
+            docs += o.documents
+            counts += o.counts
+        return spans, docs, counts
 
 
 @dataclass(frozen=True)
@@ -101,8 +100,9 @@ def _plan(generations: Sequence[tuple[str, str]], batch_size: int) -> list[list[
 
 def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str, str]], source: str,
                       corpus_id: str | None = None, workers: int = 1, batch_size: int = 64,
-                      progress: bool = True) -> TraceSummary:
-    """Trace `generations` [(generation_id, text)] from `source` (a run id or a file) into the lake."""
+                      progress: bool = True, executor: Executor | None = None) -> TraceSummary:
+    """Trace `generations` [(generation_id, text)] from `source` (a run id or a file) into the lake.
+    `executor` decides where workers run (default: local processes, `workers` of them)."""
     if not generations:
         raise UserError(f"nothing to trace: {source} has no generations")
     trace_id = job.trace_id
@@ -144,20 +144,10 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
             el = time.perf_counter() - t0
             bar.update(task, advance=size, rate=f"{done_gens / el:,.1f} gen/s" if el > 0 else "")
 
-        if workers <= 1:
-            _init_worker(job, trace_id)
-            try:
-                for name, b in todo:
-                    record(name, trace_batch(b), len(b))
-            finally:
-                _WORKER.clear()
-        else:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("spawn")
-            with ctx.Pool(workers, initializer=_init_worker, initargs=(job, trace_id)) as pool:
-                for (name, b), result in zip(todo, pool.imap(trace_batch, [b for _, b in todo])):
-                    record(name, result, len(b))
+        ex = executor or get_executor("local", workers=workers)
+        results = ex.map(WorkerSpec(TraceWorker, (job, trace_id)), [b for _, b in todo])
+        for (name, b), result in zip(todo, results):
+            record(name, result, len(b))
     lake.write("trace_runs", f"trace--{trace_id}", [{
         "trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
         "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,

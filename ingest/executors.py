@@ -1,0 +1,127 @@
+"""Executors: where the long steps (generation, tracing) run.
+
+A step describes its work as a worker *spec* (a class and its constructor arguments: e.g. "open this
+index", "load this model") and a list of batches; an executor builds the workers where it runs them and
+returns results in batch order. The driver alone writes results to the lake (atomic partitions), so
+every executor gives byte-identical rows and the same resumability.
+
+- `local`: in this process (1 worker) or a pool of spawned processes, one worker object each.
+- `ray`: one Ray actor per worker on an existing cluster (`--address`) or a local Ray instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ingest.errors import UserError
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """`cls(*args)` builds a worker; `worker(batch)` processes one batch. Both must be picklable."""
+
+    cls: type
+    args: tuple = ()
+
+
+class Executor(Protocol):
+    name: str
+
+    def map(self, spec: WorkerSpec, batches: Sequence[Any]) -> Iterator[Any]: ...
+
+
+_REGISTRY: dict[str, Callable[..., Executor]] = {}
+
+
+def register(name: str):
+    def deco(factory):
+        _REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def get_executor(name: str = "local", **kwargs) -> Executor:
+    if name not in _REGISTRY:
+        raise UserError(f"unknown executor {name!r}; choose one of {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](**kwargs)
+
+
+_PROCESS_WORKER: dict[str, Any] = {}
+
+
+def _init_process(spec: WorkerSpec) -> None:
+    _PROCESS_WORKER["w"] = spec.cls(*spec.args)
+
+
+def _run_in_process(batch: Any) -> Any:
+    return _PROCESS_WORKER["w"](batch)
+
+
+@register("local")
+@dataclass
+class LocalExecutor:
+    """This machine: the worker in-process (workers <= 1) or in spawned processes."""
+
+    workers: int = 1
+    name: str = "local"
+
+    def map(self, spec: WorkerSpec, batches: Sequence[Any]) -> Iterator[Any]:
+        if not batches:
+            return
+        if self.workers <= 1:
+            worker = spec.cls(*spec.args)
+            for b in batches:
+                yield worker(b)
+            return
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(self.workers, initializer=_init_process, initargs=(spec,)) as pool:
+            yield from pool.imap(_run_in_process, batches)
+
+
+@register("ray")
+@dataclass
+class RayExecutor:
+    """One actor per worker on a Ray cluster. `address=None` starts (or joins) a local Ray instance;
+    `num_cpus` per actor is the resource hint (an actor holding an index wants a core of its own)."""
+
+    workers: int = 1
+    address: str | None = None
+    num_cpus_per_worker: float = 1.0
+    init_kwargs: dict = field(default_factory=dict)
+    name: str = "ray"
+
+    def map(self, spec: WorkerSpec, batches: Sequence[Any]) -> Iterator[Any]:
+        try:
+            import ray
+            from ray.util.actor_pool import ActorPool
+        except ImportError:
+            raise UserError("the ray executor needs Ray: pip install -e '.[ray]'") from None
+        if not batches:
+            return
+        if not ray.is_initialized():
+            kwargs = {"address": self.address, "ignore_reinit_error": True, "log_to_driver": False,
+                      "include_dashboard": False, **self.init_kwargs}
+            if self.address is None:
+                kwargs.pop("address")
+            try:
+                ray.init(**kwargs)
+            except ConnectionError as e:
+                raise UserError(f"cannot reach the Ray cluster at {self.address!r} ({e}); check --address") from None
+        actor_cls = ray.remote(num_cpus=self.num_cpus_per_worker)(_RayWorker)
+        actors = [actor_cls.remote(spec) for _ in range(max(1, min(self.workers, len(batches))))]
+        try:
+            yield from ActorPool(actors).map(lambda a, b: a.run.remote(b), list(batches))
+        finally:
+            for a in actors:
+                ray.kill(a)
+
+
+class _RayWorker:
+    def __init__(self, spec: WorkerSpec):
+        self.worker = spec.cls(*spec.args)
+
+    def run(self, batch: Any) -> Any:
+        return self.worker(batch)
