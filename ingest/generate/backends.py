@@ -90,8 +90,21 @@ def _start_token(tok) -> int:
     raise UserError("the model's tokenizer has neither a BOS nor an EOS token; cannot build prompts")
 
 
+class _TokenizedBackend:
+    """What both backends share: the model's own tokenizer for prompts and the start token."""
+
+    tok = None
+
+    @property
+    def bos_id(self) -> int:
+        return _start_token(self.tok)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tok.encode(text, add_special_tokens=False))
+
+
 @register("hf")
-class HFBackend:
+class HFBackend(_TokenizedBackend):
     """transformers on CPU (or one GPU): a plain sampling loop with a KV cache and one generator per sample.
 
     `model.generate` cannot give each row of a batch its own random stream, so batching would change
@@ -119,13 +132,6 @@ class HFBackend:
         self.device = device
         self.batch_size = batch_size
         self.eos_id = self.tok.eos_token_id
-
-    @property
-    def bos_id(self) -> int:
-        return _start_token(self.tok)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self.tok.encode(text, add_special_tokens=False))
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
         by_len: dict[int, list[GenRequest]] = {}
@@ -189,7 +195,7 @@ class HFBackend:
 
 
 @register("vllm")
-class VLLMBackend:
+class VLLMBackend(_TokenizedBackend):
     """vLLM (GPU machines, large models): one `SamplingParams(seed=...)` per request."""
 
     name = "vllm"
@@ -201,13 +207,6 @@ class VLLMBackend:
             raise UserError("the vllm backend needs vLLM: pip install -e '.[vllm]' (on CPU use --backend hf)") from None
         self.tok = _load_tokenizer(model)
         self.llm = LLM(model=model, tokenizer=model, **engine_kwargs)
-
-    @property
-    def bos_id(self) -> int:
-        return _start_token(self.tok)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self.tok.encode(text, add_special_tokens=False))
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
         from vllm import SamplingParams
