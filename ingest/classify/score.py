@@ -1,0 +1,141 @@
+"""`lmaudit classify score`: posteriors of a run's generations from a saved classifier.
+
+The final model of the classifier (trained on all reference documents) scores every non-empty generation
+of the run; the posteriors get the classifier's calibration and go into `classifier_outputs` (item_kind
+"generation", fold NULL), one partition per (classifier, run), so scoring a run again replaces its rows.
+Empty generations are skipped and counted: their posterior would be the classifier's prior, which pulls
+the observed mean toward the reference mixture.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from ingest.classify.backends import Backend, load_backend, softmax
+from ingest.classify.train import META_FILE, calibrator_from_json, classifier_dir
+from ingest.errors import UserError
+from ingest.lake import Lake, make_key, partition_name, spec
+from ingest.mixture.calibration import Calibrator
+
+
+@dataclass
+class LoadedClassifier:
+    classifier_id: str
+    name: str
+    backend_name: str
+    domains: tuple[str, ...]
+    calibrator: Calibrator
+    backend: Backend
+    path: Path
+
+    def posteriors(self, texts: list[str], on_step=None) -> np.ndarray:
+        """Calibrated posteriors (n, K) in the classifier's domain order."""
+        if not texts:
+            return np.zeros((0, len(self.domains)))
+        return self.calibrator(softmax(self.backend.logits(texts, on_step=on_step)))
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    classifier: str
+    run_id: str
+    n_scored: int
+    n_empty: int
+    mean_posterior: dict[str, float]
+
+    def line(self) -> str:
+        mean = ", ".join(f"{d} {v:.3f}" for d, v in self.mean_posterior.items())
+        skipped = f"; skipped {self.n_empty} empty generations" if self.n_empty else ""
+        return (f"scored run {self.run_id!r} with {self.classifier!r}: {self.n_scored} generations "
+                f"(mean posterior {mean}){skipped}")
+
+
+def resolve_classifier(lake: Lake, name: str | None) -> dict:
+    """The `classifiers` row of `name`, or of the only classifier when no name is given."""
+    rows = lake.read("classifiers").to_pylist()
+    if not rows:
+        raise UserError("no classifier in the warehouse; train one with `lmaudit classify train`")
+    names = sorted(r["name"] for r in rows)
+    if name is None:
+        if len(rows) > 1:
+            raise UserError(f"several classifiers ({', '.join(names)}); choose one with --classifier")
+        return rows[0]
+    match = [r for r in rows if r["name"] == name]
+    if not match:
+        raise UserError(f"unknown classifier {name!r}; known: {', '.join(names)}")
+    return match[0]
+
+
+def load_classifier(lake: Lake, name: str | None = None) -> LoadedClassifier:
+    row = resolve_classifier(lake, name)
+    path = classifier_dir(lake.home, row["name"])
+    meta_path = path / META_FILE
+    if not meta_path.exists():
+        raise UserError(f"classifier {row['name']!r} is registered but its files are missing at {path}; retrain it "
+                        "with `lmaudit classify train`")
+    meta = json.loads(meta_path.read_text())
+    if meta["classifier_id"] != row["classifier_id"] or list(meta["domains"]) != list(row["domains"]):
+        raise UserError(f"the files at {path} do not belong to classifier {row['name']!r} as registered; retrain it")
+    return LoadedClassifier(classifier_id=row["classifier_id"], name=row["name"], backend_name=row["backend"],
+                            domains=tuple(meta["domains"]), calibrator=calibrator_from_json(meta["calibration"]),
+                            backend=load_backend(path), path=path)
+
+
+def _run_generations(lake: Lake, run_id: str) -> pa.Table:
+    # the lake's partition files only: pyarrow's directory discovery skips `_schema.parquet`, and an
+    # empty discovery has no columns to filter on
+    paths = [str(lake.partition_path("generations", p)) for p in lake.partitions("generations")]
+    if paths:
+        dataset = ds.dataset(paths, format="parquet", schema=spec("generations").schema)
+        t = dataset.to_table(columns=["generation_id", "text"], filter=pc.field("run_id") == run_id)
+    else:
+        t = pa.table({"generation_id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+    if t.num_rows == 0:
+        runs = lake.read("runs").column("run_id").to_pylist()
+        if run_id not in runs:
+            known = ", ".join(sorted(runs)[:10]) or "none"
+            raise UserError(f"unknown run {run_id!r}; known runs: {known}")
+        raise UserError(f"run {run_id!r} has no generations; generate (or import) samples first")
+    return t.sort_by("generation_id")
+
+
+def score_runs(lake: Lake, run_ids: list[str], classifier: str | None = None,
+               progress: bool = True) -> list[ScoreSummary]:
+    """Score the generations of each run and write one `classifier_outputs` partition per run."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not run_ids:
+        raise UserError("give at least one --run")
+    resolve_classifier(lake, classifier)  # cheap checks first: the classifier exists, every run has generations
+    tables = {r: _run_generations(lake, r) for r in run_ids}
+    clf = load_classifier(lake, classifier)
+    out = []
+    bar = Progress(TextColumn("[bold]classify score"), TextColumn("{task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=not progress,
+                   transient=True)
+    with bar:
+        for run_id, t in tables.items():
+            ids = t.column("generation_id").to_pylist()
+            texts = t.column("text").to_pylist()
+            keep = [i for i, x in enumerate(texts) if x is not None and x.strip()]
+            task = bar.add_task(run_id, total=len(keep))
+            p = clf.posteriors([texts[i] for i in keep], on_step=lambda d, n, task=task: bar.update(task, completed=d))
+            if not np.all(np.isfinite(p)):
+                raise UserError(f"run {run_id!r}: the classifier gave NaN posteriors; retrain the classifier")
+            rows = [{"output_id": make_key(clf.classifier_id, ids[i]), "classifier_id": clf.classifier_id,
+                     "item_id": ids[i], "item_kind": "generation", "fold": None, "probs": row.tolist()}
+                    for i, row in zip(keep, p)]
+            lake.write("classifier_outputs", partition_name("gen", clf.classifier_id, run_id), rows,
+                       meta={"run_id": run_id, "classifier": clf.name, "n_empty": len(texts) - len(keep)})
+            mean = p.mean(axis=0) if len(p) else np.full(len(clf.domains), np.nan)
+            out.append(ScoreSummary(clf.name, run_id, len(keep), len(texts) - len(keep),
+                                    {d: float(v) for d, v in zip(clf.domains, mean)}))
+    return out
