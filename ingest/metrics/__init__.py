@@ -1,0 +1,8 @@
+"""PropMe metric math (spec `propme.md`, sections 4 and 5), imported by the dbt models.
+
+- `text`: the per-text checks (degenerate, code-like, repetition loop, targeted extraction); each has ONE
+  definition here and reaches SQL as a DuckDB UDF through `dbt_plugin`.
+- `bootstrap`: percentile bootstrap of ratio-of-sums metrics, the propensity metric, paired differences,
+  rule-of-three bounds; the resampling protocol is documented there so that it can be reimplemented.
+- `models`: the table-in, table-out functions behind the dbt Python models (`int_*_bootstrap`).
+"""
