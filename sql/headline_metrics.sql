@@ -1,0 +1,25 @@
+-- The headline table: FMR, ALS, NVR and R50 per run with 95% bootstrap intervals and units.
+-- Run: lmaudit sql @sql/headline_metrics.sql
+with
+
+metrics as (
+    select * from fct_setting_metrics
+),
+
+final as (
+    select
+        model,
+        setting,
+        metric,
+        round(value, 4) as value,
+        round(ci_low, 4) as ci_low,
+        round(ci_high, 4) as ci_high,
+        n_units,
+        n_excluded,
+        null_reason
+    from metrics
+    where metric in ('fmr', 'als', 'nvr', 'r50')
+    order by model, setting, metric
+)
+
+select * from final
