@@ -1,0 +1,35 @@
+"""`lmaudit demo --size tiny`: the whole main job on the sandbox, then the report and an export."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_tiny_end_to_end(tmp_path) -> None:
+    home = tmp_path / "warehouse"
+    proc = run_cli("demo", "--size", "tiny", home=home)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "dbt build ok" in proc.stdout
+    import duckdb
+
+    with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
+        settings = {r[0] for r in con.execute("select distinct setting from fct_setting_metrics").fetchall()}
+        assert settings == {"unconditional", "minimal_cue", "generic", "specific", "prefix"}
+        # the tiny model memorized its canary: unconditional samples reproduce long training spans
+        (r50,) = con.execute("select max(value) from fct_setting_metrics where metric = 'r50' "
+                             "and setting = 'unconditional'").fetchone()
+        assert r50 is not None and r50 > 0
+        assert con.execute("select count(*) from fct_propensity where pm is not null").fetchone()[0] > 0
+    # re-running is cached and resumable: nothing is generated or traced twice
+    again = run_cli("demo", "--size", "tiny", home=home)
+    assert again.returncode == 0
+    with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
+        n, distinct = con.execute("select count(*), count(distinct generation_id) from stg_generations").fetchone()
+        assert n == distinct
+    rep = run_cli("report", home=home, check=True)
+    assert "figures" in rep.stdout
+    assert (home / "report" / "metrics.png").exists()
