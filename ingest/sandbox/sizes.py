@@ -1,0 +1,193 @@
+"""Sandbox sizes: every knob of a sandbox build, one frozen record per size.
+
+A size fixes the corpus byte budgets per domain, the tokenizer, the model shape and a *step* budget for
+training (never a time budget: the same size and seed give the same files on the same machine).
+
+* ``tiny``    - tests. ~0.33 MB of real text + 200 canary copies (0.51 MB), vocab 4096, 2 layers x 128,
+  context 128, 420 steps on 1 thread: ~60 s of training, ~70 s for the whole sandbox; the model reproduces
+  the whole canary verbatim (5 of 5 seeds).
+* ``small``   - ~2 MB, vocab 8192, 3 layers x 192, context 256, 400 steps: ~3.5 minutes on 2 cores.
+* ``default`` - demo. ~4.2 MB + 300 canary copies, vocab 8192, 4 layers x 256, context 256, 480 steps:
+  ~8 minutes of training on 2 AVX2 cores (fp32). License boilerplate is naturally duplicated, so that is
+  what a model of this size memorizes first.
+
+Timings were measured on a 2-core AVX2 machine (AMD EPYC, no native bf16); a machine with AVX-512/AMX runs
+the same steps 2-3x faster. Steps, not seconds, are the budget: retune ``steps`` for another target time.
+
+Use :func:`get_size` to look a size up by name, and ``dataclasses.replace`` (or :meth:`SandboxSize.replace`)
+to derive a variant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+# Stage -> the fields that stage depends on (used by the build cache: change a field and only the stages
+# that list it, and the stages downstream of them, are rebuilt).
+CORPUS_FIELDS = (
+    "code_bytes",
+    "boilerplate_bytes",
+    "documentation_bytes",
+    "headers_bytes",
+    "max_file_bytes",
+    "canary_copies",
+    "canary_bytes",
+    "seed",
+)
+TOKENIZER_FIELDS = ("vocab_size", "min_frequency")
+MODEL_FIELDS = (
+    "n_layer",
+    "n_embd",
+    "n_head",
+    "context",
+    "steps",
+    "batch_size",
+    "lr",
+    "min_lr_ratio",
+    "warmup_steps",
+    "weight_decay",
+    "bf16",
+    "threads",
+    "seed",
+)
+
+
+@dataclass(frozen=True)
+class SandboxSize:
+    """All knobs of one sandbox size. Byte budgets are UTF-8 bytes of document text."""
+
+    name: str
+    # --- corpus: byte budget per domain (0 disables a domain) -------------------------------------
+    code_bytes: int
+    boilerplate_bytes: int
+    documentation_bytes: int
+    headers_bytes: int
+    max_file_bytes: int  # files larger than this are skipped (keeps one file from eating a budget)
+    canary_copies: int  # how many identical canary documents are planted
+    canary_bytes: int = 950  # target length of the canary paragraph
+    # --- tokenizer --------------------------------------------------------------------------------
+    vocab_size: int = 8192
+    min_frequency: int = 2
+    # --- model (GPT-2) ----------------------------------------------------------------------------
+    n_layer: int = 4
+    n_embd: int = 256
+    n_head: int = 4
+    context: int = 256
+    # --- training (step budget, not time budget) --------------------------------------------------
+    steps: int = 1000
+    batch_size: int = 8
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
+    warmup_steps: int = 50
+    weight_decay: float = 0.0
+    # bf16 autocast: None = auto (on only where the CPU has native bf16: AVX512_BF16/AMX, where it is
+    # ~1.5x faster); on AVX2-only CPUs emulated bf16 is ~10x slower than fp32.
+    bf16: bool | None = None
+    # torch threads: 0 = all available cores. Bitwise-identical weights need the same thread count (CPU
+    # kernels split reductions by thread); 1 thread is identical on every machine and degrades least
+    # when other work shares the cores (2 OpenMP threads on 2 busy cores run ~3x slower than 1).
+    threads: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+        if self.vocab_size > 65535:
+            raise ValueError("vocab_size must fit in uint16")
+        if self.steps < 1 or self.batch_size < 1 or self.context < 8:
+            raise ValueError("steps, batch_size and context must be positive (context >= 8)")
+
+    @property
+    def domain_budgets(self) -> dict[str, int]:
+        """Byte budget per real-text domain (the canary is planted on top of these)."""
+        return {
+            "code": self.code_bytes,
+            "boilerplate": self.boilerplate_bytes,
+            "documentation": self.documentation_bytes,
+            "headers": self.headers_bytes,
+        }
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.context
+
+    def replace(self, **changes: Any) -> "SandboxSize":
+        return dataclasses.replace(self, **changes)
+
+    def params(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The knobs as a plain dict (all of them, or only `fields`)."""
+        d = dataclasses.asdict(self)
+        return d if fields is None else {f: d[f] for f in fields}
+
+
+SIZES: dict[str, SandboxSize] = {
+    "tiny": SandboxSize(
+        name="tiny",
+        code_bytes=130_000,
+        boilerplate_bytes=80_000,
+        documentation_bytes=80_000,
+        headers_bytes=40_000,
+        max_file_bytes=40_000,
+        canary_copies=200,  # ~113 tokens each, 14% of the tokens; 250 steps memorized it in 3 of 5 seeds
+        vocab_size=4096,
+        n_layer=2,
+        n_embd=128,
+        n_head=4,
+        context=128,
+        steps=420,  # 3.8 epochs; the whole canary came back verbatim for 5 of 5 seeds
+        batch_size=8,
+        lr=2e-3,
+        warmup_steps=30,
+        threads=1,  # same bits on every machine; ~60 s of training, and no 10x slowdown on busy cores
+    ),
+    "small": SandboxSize(
+        name="small",
+        code_bytes=800_000,
+        boilerplate_bytes=500_000,
+        documentation_bytes=400_000,
+        headers_bytes=300_000,
+        max_file_bytes=100_000,
+        canary_copies=200,
+        vocab_size=8192,
+        n_layer=3,
+        n_embd=192,
+        n_head=3,
+        context=256,
+        steps=400,  # ~0.83 s/step on 1 AVX2 core, ~0.5 s on 2: ~3.5 minutes
+        batch_size=8,
+        lr=2e-3,
+        warmup_steps=30,
+    ),
+    "default": SandboxSize(
+        name="default",
+        code_bytes=1_500_000,
+        boilerplate_bytes=1_300_000,
+        documentation_bytes=800_000,
+        headers_bytes=600_000,
+        max_file_bytes=120_000,
+        canary_copies=300,
+        vocab_size=8192,
+        n_layer=4,
+        n_embd=256,
+        n_head=4,
+        context=256,
+        steps=480,  # ~1.6 s/step on 1 AVX2 core, ~1.0 s on 2 (fp32): ~8 minutes; see docs/footguns.md
+        batch_size=8,
+        lr=2e-3,
+        warmup_steps=40,
+    ),
+}
+
+
+def get_size(size: "str | SandboxSize") -> SandboxSize:
+    """Look a size up by name (``tiny``, ``small``, ``default``); a `SandboxSize` is returned as is."""
+    if isinstance(size, SandboxSize):
+        return size
+    try:
+        return SIZES[size]
+    except KeyError:
+        from ingest.errors import UserError
+
+        raise UserError(f"unknown sandbox size {size!r}: choose one of {', '.join(SIZES)}") from None
