@@ -20,6 +20,7 @@ import bisect
 import json
 import mmap
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,12 @@ class DocRecord:
 
 @dataclass
 class _ShardMaps:
-    """Our own read-only maps of one shard, for rank -> pointer and raw token reads."""
+    """Our own read-only maps of one shard, for rank -> pointer, raw token reads, byte-level searches and
+    document windows.
+
+    `sa` is a memoryview of the suffix array (None unless pointers are 4 or 8 bytes); `od`/`om` views of the
+    document and metadata offsets (u64), `toks` a numpy view of the tokens; `metadata`/`metaoff`/`om` are
+    None for an index without metadata. Views must be released before the maps can be closed (`close`)."""
 
     table: mmap.mmap
     tokens: mmap.mmap
@@ -85,10 +91,63 @@ class _ShardMaps:
     ptr_size: int
     tok_cnt: int
     n_docs: int
+    width: int
+    metadata: mmap.mmap | None = None
+    metaoff: mmap.mmap | None = None
+    sa: Any = None
+    od: Any = None
+    om: Any = None
+    toks: Any = None
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        # rank -> pointer: a native-endian view when the pointer width is a C type (the engine requires a
+        # little-endian machine), else int.from_bytes on a slice
+        little = sys.byteorder == "little"
+        if self.ptr_size in (4, 8) and little:
+            self.sa = memoryview(self.table).cast("I" if self.ptr_size == 4 else "Q")
+        # offsets: memoryviews index to Python ints and bisect fast; numpy views on a big-endian host
+        u64 = (lambda mm: memoryview(mm).cast("Q")) if little else (lambda mm: np.frombuffer(mm, dtype="<u8"))
+        self.od = u64(self.offsets)
+        self.toks = np.frombuffer(self.tokens, dtype=_NP_DTYPE[self.width])
+        if self.metaoff is not None:
+            self.om = u64(self.metaoff)
 
     def close(self) -> None:
-        for m in (self.table, self.tokens, self.offsets):
-            m.close()
+        # drop our numpy views first; a view still held elsewhere (another thread mid-read) keeps its map
+        # alive until it is released, so close() may refuse (BufferError): the map then goes with the GC
+        for view in (self.sa, self.od, self.om):
+            if isinstance(view, memoryview):
+                try:
+                    view.release()
+                except BufferError:
+                    pass
+        self.sa = self.od = self.om = self.toks = None
+        for m in (self.table, self.tokens, self.offsets, self.metadata, self.metaoff):
+            if m is not None:
+                try:
+                    m.close()
+                except BufferError:
+                    pass
+
+
+_NP_DTYPE = {1: "<u1", 2: "<u2", 4: "<u4"}
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix of two byte strings (bisection on slice equality: C-speed compares)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _map(path: Path) -> mmap.mmap:
@@ -198,6 +257,9 @@ class IndexEngine:
         self.n_tokens = sum(m.n_tokens for m in self.manifests)
         self._engine: Any = None
         self._maps: dict[int, _ShardMaps] = {}
+        # token id -> its suffix-array range in every shard (found once with the engine): the start range of
+        # the byte-level binary searches below. The index never changes, so this survives reopen().
+        self._first: dict[int, list[tuple[int, int]]] = {}
         self._queries = 0
         self.reopen()
 
@@ -242,6 +304,10 @@ class IndexEngine:
             self._queries = 1
         return self._engine
 
+    def _tick(self) -> None:
+        """Count a query that only reads our maps (they grow page tables too): reopen when due."""
+        self._cpp()
+
     # ------------------------------------------------------------------ shards
 
     @property
@@ -268,9 +334,14 @@ class IndexEngine:
         if m is None:
             d, s, info = self._shards[self._check_shard(shard)]
             folder = Path(d)
+            # an empty metadata file cannot be mapped; the engine reads "" for every document then, as we do
+            has_meta = (info.has_metadata and (folder / f"metadata.{s}").is_file()
+                        and (folder / f"metadata.{s}").stat().st_size > 0)
             m = _ShardMaps(_map(folder / f"table.{s}"), _map(folder / f"tokenized.{s}"),
                            _map(folder / f"offset.{s}"), _ptr_size(info.ds_bytes),
-                           info.ds_bytes // self.width, info.n_docs)
+                           info.ds_bytes // self.width, info.n_docs, self.width,
+                           _map(folder / f"metadata.{s}") if has_meta else None,
+                           _map(folder / f"metaoff.{s}") if has_meta else None)
             self._maps[shard] = m
         return m
 
@@ -325,13 +396,24 @@ class IndexEngine:
 
     def lcp_at_rank(self, shard: int, rank: int, ids: Sequence[int]) -> int:
         """Length of the common prefix of `ids` and the suffix at `rank` (tokens, within one document)."""
-        suffix = self.suffix_tokens(shard, rank, len(ids))
-        n = 0
-        for a, b in zip(ids, suffix):
-            if a != b:
-                break
-            n += 1
-        return n
+        return self.lcp_at_rank_bytes(shard, rank, self.ids_bytes(ids))
+
+    def ids_bytes(self, ids: Sequence[int]) -> bytes:
+        """`ids` as the index stores them (little-endian, the index's token width): the form
+        `lcp_at_rank_bytes` compares. Raises ValueError for ids outside the vocabulary or the separator."""
+        import numpy as np
+
+        q = self._ids(ids)
+        return np.asarray(q, dtype=_NP_DTYPE[self.width]).tobytes()
+
+    def lcp_at_rank_bytes(self, shard: int, rank: int, qbytes: bytes) -> int:
+        """`lcp_at_rank` for a query already in index byte form (`ids_bytes`): compares raw bytes, so no
+        token conversion. A query never holds the separator, so the match stops at the document end."""
+        m = self._maps_for(shard)
+        if not (0 <= rank < m.tok_cnt):
+            raise ValueError(f"rank must be in [0, {m.tok_cnt}) for shard {shard}, got {rank}")
+        ptr = self._ptr(m, rank)
+        return _common_prefix(m.tokens[ptr:ptr + len(qbytes)], qbytes) // self.width
 
     def longest_prefix_len(self, ids: Sequence[int]) -> int:
         """Largest n such that ids[:n] occurs: one find, then the two neighbours of the insertion rank in
@@ -347,6 +429,164 @@ class IndexEngine:
             for rank in (lo - 1, lo):
                 if 0 <= rank < self.tok_cnt(s):
                     best = max(best, self.lcp_at_rank(s, rank, q))
+        return best
+
+    # ------------------------------------------------------------------ byte-level lookups
+    #
+    # `find`/`count` of the C++ engine start one OS thread per shard for every call (tens of microseconds,
+    # and on a busy machine each new thread waits for a core). The tracer makes hundreds of lookups per
+    # generation, so these do the same binary search in this thread on our maps of the shard files: the
+    # query is compared as raw little-endian bytes with the suffix, exactly as the engine compares it, and
+    # the search starts from the query's first-token range (cached), so it needs log2(count of that
+    # token) steps. Queries are `ids_bytes(ids)`; results equal `find` / `count` / `longest_prefix_len`.
+    # They hold the GIL (threads do not run them in parallel: use processes) and do not count towards
+    # `reopen_every`; `reopen()` releases their maps too.
+
+    def _first_ranges(self, qbytes: bytes) -> list[tuple[int, int]]:
+        t = int.from_bytes(qbytes[:self.width], "little")
+        segs = self._first.get(t)
+        if segs is None:
+            segs = self.find([t])["segment_by_shard"]
+            self._first[t] = segs
+        return segs
+
+    @staticmethod
+    def _bound(m: _ShardMaps, qbytes: bytes, lo: int, hi: int, upper: bool) -> int:
+        """First rank in [lo, hi) whose suffix (its first len(qbytes) bytes) is >= qbytes, or > qbytes
+        when `upper`; hi if none."""
+        toks, nb, sa = m.tokens, len(qbytes), m.sa
+        if sa is None:
+            table, ps = m.table, m.ptr_size
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if sa is not None:
+                p = sa[mid]
+            else:
+                a = mid * ps
+                p = int.from_bytes(table[a:a + ps], "little")
+            cand = toks[p:p + nb]
+            if cand < qbytes or (upper and cand == qbytes):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    @staticmethod
+    def _before(m: _ShardMaps, qbytes: bytes, rank: int, upper: bool) -> bool:
+        """The suffix at `rank` sorts before the query (lower bound), or before or equal (upper)."""
+        a = rank * m.ptr_size
+        p = m.sa[rank] if m.sa is not None else int.from_bytes(m.table[a:a + m.ptr_size], "little")
+        cand = m.tokens[p:p + len(qbytes)]
+        return cand < qbytes or (upper and cand == qbytes)
+
+    def _bound_near(self, m: _ShardMaps, qbytes: bytes, lo: int, hi: int, upper: bool, hint: int) -> int:
+        """`_bound` when the answer is known to be <= hint (lower bound) or >= hint (upper bound): gallop
+        away from the hint, then bisect. log2(count) steps instead of log2(hi - lo)."""
+        if upper:
+            a, b, step = max(hint, lo), hi, 1
+            while a < b:
+                p = a + step - 1
+                if p >= b:
+                    break
+                if self._before(m, qbytes, p, True):
+                    a, step = p + 1, step * 2
+                else:
+                    b = p
+                    break
+        else:
+            a, b, step = lo, min(hint, hi), 1
+            while a < b:
+                p = b - step
+                if p < a:
+                    break
+                if self._before(m, qbytes, p, False):
+                    a = p + 1
+                    break
+                b, step = p, step * 2
+        return self._bound(m, qbytes, a, b, upper)
+
+    def _ptr(self, m: _ShardMaps, rank: int) -> int:
+        if m.sa is not None:
+            return m.sa[rank]
+        a = rank * m.ptr_size
+        return int.from_bytes(m.table[a:a + m.ptr_size], "little")
+
+    def find_bytes(self, qbytes: bytes, hints: Sequence[int | None] | None = None) -> FindResult:
+        """`find` of a query in byte form (`ids_bytes`), without engine threads. Non-empty queries only.
+
+        `hints` (optional, per shard): the insertion rank of a longer query that starts with this one, as
+        `longest_prefix_bytes` reports it: the range is then searched outwards from it (few steps for a
+        rare query)."""
+        if not qbytes:
+            raise ValueError("empty query: use find([])")
+        segs = []
+        cnt = 0
+        for s, (lo, hi) in enumerate(self._first_ranges(qbytes)):
+            if lo < hi and len(qbytes) > self.width:
+                m = self._maps_for(s)
+                h = hints[s] if hints is not None else None
+                if h is None:
+                    lo = self._bound(m, qbytes, lo, hi, False)
+                    hi = self._bound(m, qbytes, lo, hi, True)
+                else:
+                    lo, hi = self._bound_near(m, qbytes, lo, hi, False, h), self._bound_near(m, qbytes, lo, hi, True, h)
+            segs.append((lo, hi))
+            cnt += hi - lo
+        return {"cnt": cnt, "segment_by_shard": segs}
+
+    def count_bytes(self, qbytes: bytes, hints: Sequence[int | None] | None = None) -> int:
+        """`count` of a query in byte form (`hints` as for `find_bytes`)."""
+        return self.find_bytes(qbytes, hints)["cnt"]
+
+    def occurs_bytes(self, qbytes: bytes) -> bool:
+        """count > 0, stopping at the first shard that holds the query (one binary search per shard)."""
+        if not qbytes:
+            raise ValueError("empty query")
+        nb = len(qbytes)
+        for s, (lo, hi) in enumerate(self._first_ranges(qbytes)):
+            if lo == hi:
+                continue
+            if nb == self.width:
+                return True
+            m = self._maps_for(s)
+            r = self._bound(m, qbytes, lo, hi, False)
+            if r < hi:
+                p = self._ptr(m, r)
+                if m.tokens[p:p + nb] == qbytes:
+                    return True
+        return False
+
+    def longest_prefix_bytes(self, qbytes: bytes, hints_out: list[int | None] | None = None) -> int:
+        """`longest_prefix_len` (in tokens) of a query in byte form: the insertion rank's two neighbours in
+        every shard, rank 0 and the end included. Only suffixes inside the first token's range can share a
+        token with the query, so the neighbours are looked at inside that range.
+
+        `hints_out` (a list) receives per shard the insertion rank found (None where no search ran): the
+        `hints` of `find_bytes` for any prefix of this query."""
+        if hints_out is not None:
+            hints_out[:] = [None] * self.num_shards
+        if not qbytes:
+            return 0
+        nb, w = len(qbytes), self.width
+        best = 0
+        for s, (lo, hi) in enumerate(self._first_ranges(qbytes)):
+            if lo == hi:
+                continue
+            if nb == w:
+                return 1
+            m = self._maps_for(s)
+            r = self._bound(m, qbytes, lo, hi, False)
+            if hints_out is not None:
+                hints_out[s] = r
+            toks = m.tokens
+            for rank in (r - 1, r):
+                if lo <= rank < hi:
+                    p = self._ptr(m, rank)
+                    n = _common_prefix(toks[p:p + nb], qbytes)
+                    if n == nb:
+                        return nb // w
+                    if n // w > best:
+                        best = n // w
         return best
 
     # ------------------------------------------------------------------ documents
@@ -376,9 +616,13 @@ class IndexEngine:
                          path=path, linenum=linenum, metadata=metadata)
 
     def docs_by_ranks(self, requests: Sequence[tuple[int, int]], needle_len: int = 0,
-                      max_ctx_len: int = 0) -> list[DocRecord]:
+                      max_ctx_len: int = 0, *, native: bool = False) -> list[DocRecord]:
         """Documents holding the suffixes at (shard, rank); window = `max_ctx_len` tokens before the match
-        and `needle_len + max_ctx_len` from it, clipped to the document. Ranks at a separator raise."""
+        and `needle_len + max_ctx_len` from it, clipped to the document. Ranks at a separator raise.
+
+        Windows and metadata are read from our own maps of the shard files (offset, tokenized, metaoff,
+        metadata): the same records as the engine's `get_docs_by_ranks_2` (`native=True`), which starts
+        one OS thread per requested document (~1.25 ms per call of 10 documents)."""
         if needle_len < 0 or max_ctx_len < 0:
             raise ValueError("needle_len and max_ctx_len must be >= 0")
         reqs = []
@@ -389,11 +633,45 @@ class IndexEngine:
             cap = self.tok_cnt(shard)  # keeps ptr + width * (needle + ctx) far from u64 overflow
             reqs.append((shard, rank, ptr, min(needle_len, cap), min(max_ctx_len, cap)))
         out: list[DocRecord] = []
+        if not native:
+            if reqs:
+                self._tick()
+            return [self._window(s, r, p, n, c) for s, r, p, n, c in reqs]
         for i in range(0, len(reqs), _DOC_BATCH):
             chunk = reqs[i:i + _DOC_BATCH]
             raws = self._cpp().get_docs_by_ranks_2(requests=[(s, r, n, c) for s, r, _, n, c in chunk])
             out.extend(self._record(s, raw, r, p) for (s, r, p, _, _), raw in zip(chunk, raws))
         return out
+
+    def _window(self, shard: int, rank: int, ptr: int, needle_len: int, max_ctx_len: int) -> DocRecord:
+        """What `get_doc_by_ptr_2` + `_record` return, computed from our maps (same arithmetic)."""
+        m = self._maps_for(shard)
+        w = self.width
+        local = bisect.bisect_right(m.od, ptr) - 1  # the last document starting <= ptr
+        doc_start = int(m.od[local]) + w  # skip the separator
+        doc_end = int(m.od[local + 1]) if local + 1 < m.n_docs else m.tok_cnt * w
+        disp_start = max(doc_start, 0 if ptr < w * max_ctx_len else ptr - w * max_ctx_len)
+        disp_end = min(doc_end, ptr + w * (needle_len + max_ctx_len))
+        path = linenum = None
+        metadata: dict[str, Any] = {}
+        if m.om is not None:
+            a = int(m.om[local])
+            b = int(m.om[local + 1]) if local + 1 < m.n_docs else len(m.metadata)
+            line = m.metadata[a:b]
+            if line:
+                try:  # strict UTF-8, as the engine's std::string -> str conversion
+                    parsed = json.loads(line.decode("utf-8"))
+                except ValueError:
+                    doc = self._doc_base[shard] + local
+                    raise EngineError(f"shard {shard} doc {doc}: metadata line is not JSON") from None
+                path, linenum = parsed.get("path"), parsed.get("linenum")
+                metadata = parsed.get("metadata") or {}
+        match_pos = (ptr - doc_start) // w
+        needle = (ptr - disp_start) // w
+        return DocRecord(shard=shard, doc_ix=self._doc_base[shard] + local, doc_len=(doc_end - doc_start) // w,
+                         tokens=m.toks[disp_start // w:disp_end // w].tolist(), window_start=match_pos - needle,
+                         rank=rank, match_pos=match_pos, needle_offset=needle, path=path, linenum=linenum,
+                         metadata=metadata)
 
     def docs(self, shard: int, lo: int, hi: int, needle_len: int = 0, max_ctx_len: int = 0) -> list[DocRecord]:
         """Documents for ranks [lo, hi) of one shard (e.g. a `find` segment)."""

@@ -1,8 +1,14 @@
 """SimpleTrace for one generation: spans, documents, tiers, nv-recall, duplication counts.
 
 The steps follow spec/propme.md section 2. One `Tracer` holds an open index and the index tokenizer; it
-is cheap to call from several threads (the engine releases the GIL during lookups). Output rows use the
-lake's column names so the batch runner can write them as they are.
+can be called from several threads, but its lookups are Python binary searches on the index maps
+(`IndexEngine.*_bytes`, no engine threads) that hold the GIL: scale with worker processes. Output rows use
+the lake's column names so the batch runner can write them as they are.
+
+Speed without changing any output (benchmarks/trace_bench.py, BENCHMARKS.md): the generation's ids are
+converted to index bytes once; counts of spans reuse the insertion ranks found in step 2 as search hints;
+document windows come from the maps (`docs_by_ranks`); each distinct window is decoded, tiered and scored
+once per generation; the generation is normalized once; ByteLevel tokenizers decode through a byte table.
 """
 
 from __future__ import annotations
@@ -11,14 +17,15 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from ingest.lake import make_key
 from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
-from ingest.trace.normalize import normalize_document
-from ingest.trace.nvrecall import FIXED_PARAMS, nv_recall
+from ingest.trace.normalize import normalize_document, normalize_words
+from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, nv_recall_words
 from ingest.trace.params import TraceParams
 
 _SENTENCE_END = (".", "!", "?")
@@ -46,6 +53,130 @@ class _Span:
         return self.end - self.start
 
 
+class _Gen:
+    """One generation being traced, with what several steps reuse: its ids (and their index byte form, for
+    the engine's byte-level lookups), its normalized forms, and the windows already seen (decoded text,
+    tier inputs, nv-recall) keyed by (shard, doc_ix, window start, window length)."""
+
+    def __init__(self, engine, text: str, ids: list[int]):
+        self.text, self.ids = text, ids
+        self.bytes_ok = hasattr(engine, "ids_bytes") and hasattr(engine, "find_bytes")
+        self.qb = engine.ids_bytes(ids) if self.bytes_ok else b""
+        self.w = engine.width if self.bytes_ok else 0
+        self._norm_doc: str | None = None
+        self._words: list[str] | None = None
+        self._squeezed: str | None = None
+        self.windows: dict[tuple[int, int, int, int], list[Any]] = {}
+        self.hints: dict[int, list[int | None]] = {}  # start -> insertion ranks of ids[start:] (step 2)
+        self.span_text: dict[tuple[int, int], str] = {}
+
+    @property
+    def norm_doc(self) -> str:
+        if self._norm_doc is None:
+            self._norm_doc = normalize_document(self.text)
+        return self._norm_doc
+
+    def maybe_in(self, window: str) -> bool:
+        """False only when the normalized generation cannot occur in the normalized window, without
+        normalizing the window. For an ASCII window normalize_document changes whitespace only (NFKC is
+        the identity on ASCII), so with all whitespace removed from both, the normalized generation must
+        still be a substring of the window."""
+        if not window.isascii():
+            return True
+        if self._squeezed is None:
+            self._squeezed = "".join(self.norm_doc.split())
+        return self._squeezed in "".join(window.split())
+
+    @property
+    def words(self) -> list[str]:
+        if self._words is None:
+            self._words = normalize_words(self.text)
+        return self._words
+
+
+def _fast_decoder(tok):
+    """`tok.decode`, faster where that is provably the same text.
+
+    For a `tokenizers` tokenizer whose decoder is exactly ByteLevel (GPT-2 style), decoding is: each token's
+    characters mapped back to bytes, all bytes joined, UTF-8 (lossy). We keep each token's bytes in a table
+    and join them; when the joined bytes are valid UTF-8 the text is the same, otherwise (a window cut inside
+    a character) the backend decodes. The table is checked against the backend on every single token and on
+    multi-byte text before it is used. Other tokenizers: the backend (or UTF-8 bytes) directly, skipping only
+    `decode`'s per-call conversion of every id to int (our ids already are Python ints)."""
+    from ingest.index.tokenizer import BytesTokenizer, HFTokenizer
+
+    backend = getattr(tok, "_backend", None)
+    if type(tok) is BytesTokenizer:
+        return lambda ids: bytes(ids).decode("utf-8", errors="replace")
+    if type(tok) is not HFTokenizer or backend is None:
+        return tok.decode
+
+    def slow(ids):
+        return backend.decode(ids, skip_special_tokens=False)
+
+    table = _byte_level_table(backend)
+    if table is None:
+        return slow
+
+    def fast(ids):
+        try:
+            if len(ids) > 1:
+                return b"".join(itemgetter(*ids)(table)).decode("utf-8")
+            return table[ids[0]].decode("utf-8") if ids else ""
+        except (UnicodeDecodeError, IndexError, TypeError):
+            return slow(ids)
+
+    return fast
+
+
+def _byte_level_table(backend) -> list[bytes] | None:
+    """Bytes of every token id for a ByteLevel decoder, or None when the tokenizer is not one or any check
+    against the backend fails."""
+    import json
+
+    try:
+        if json.loads(backend.to_str()).get("decoder", {}).get("type") != "ByteLevel":
+            return None
+        size = backend.get_vocab_size(with_added_tokens=True)
+        size = max(size, max(backend.get_vocab(with_added_tokens=True).values(), default=-1) + 1)
+    except Exception:  # noqa: BLE001 - an unusual tokenizer: no fast path
+        return None
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) \
+        + list(range(ord("\xae"), ord("\xff") + 1))
+    cs = bs[:]
+    k = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + k)
+            k += 1
+    char_bytes = {chr(c): b for b, c in zip(bs, cs)}
+    table: list[bytes] = []
+    for t in range(size):
+        piece = backend.id_to_token(t)
+        if piece is None:
+            table.append(b"")
+        elif all(c in char_bytes for c in piece):
+            table.append(bytes(char_bytes[c] for c in piece))
+        else:
+            table.append(piece.encode("utf-8"))
+    for t, raw in enumerate(table):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # a piece of a multi-byte character: checked in context below
+        if backend.decode([t], skip_special_tokens=False) != text:
+            return None
+    sample = ("caf\u00e9 na\u00efve \u2014 \u2018quoted\u2019 \u201cdouble\u201d \u00bd \u00a0nbsp \u4e2d\u6587 "
+              "\U0001f389 \u0410\u0431\u0432 \u0627\u0644\u0639\u0631\u0628\u064a\u0629 e\u0301 \ufb01 x\t\r\n  y")
+    for text in (sample, sample * 3, "".join(chr(c) for c in range(32, 1200, 7))):
+        ids = backend.encode(text, add_special_tokens=False).ids
+        if any(i >= size for i in ids) or b"".join(table[i] for i in ids).decode("utf-8", "replace") \
+                != backend.decode(ids, skip_special_tokens=False):
+            return None
+    return table
+
+
 def rng_for(seed: int, text: str) -> random.Random:
     """The document-sampling RNG of one generation: depends on the seed and the text only."""
     digest = hashlib.blake2b(f"{seed}\x1f{text}".encode(), digest_size=8).digest()
@@ -59,7 +190,30 @@ class Tracer:
         self.logprobs = np.asarray(logprobs, dtype=np.float64)
         self.floor = float(floor)
         self._piece_cache: dict[int, str] = {}
+        self._decode = _fast_decoder(tokenizer)
         self.stats = LookupStats()
+
+    # -- lookups: the engine's byte-level searches when it has them (no engine threads) ------------------
+    def _find(self, g: _Gen, b: int, e: int) -> dict[str, Any]:
+        if g.bytes_ok:
+            return self.engine.find_bytes(g.qb[b * g.w:e * g.w], g.hints.get(b))
+        return self.engine.find(g.ids[b:e])
+
+    def _count(self, g: _Gen, b: int, e: int) -> int:
+        if g.bytes_ok:
+            return self.engine.count_bytes(g.qb[b * g.w:e * g.w], g.hints.get(b))
+        return self.engine.count(g.ids[b:e])
+
+    def _occurs(self, g: _Gen, b: int, e: int) -> bool:
+        if g.bytes_ok:
+            return self.engine.occurs_bytes(g.qb[b * g.w:e * g.w])
+        return self.engine.count(g.ids[b:e]) > 0
+
+    def _text(self, g: _Gen, b: int, e: int) -> str:
+        t = g.span_text.get((b, e))
+        if t is None:
+            t = g.span_text[(b, e)] = self._decode(g.ids[b:e])
+        return t
 
     # -- token text helpers ---------------------------------------------------------------------
     def _piece(self, t: int) -> str:
@@ -79,8 +233,9 @@ class Tracer:
         return float(sum(lp[t] if t < len(lp) else self.floor for t in ids))
 
     # -- span filters ---------------------------------------------------------------------------
-    def _filter(self, ids: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def _filter(self, ids: list[int], spans: list[tuple[int, int]], g: _Gen | None = None) -> list[tuple[int, int]]:
         p = self.p
+        text_of = (lambda b, e: self._text(g, b, e)) if g is not None else (lambda b, e: self.tok.decode(ids[b:e]))
         out = []
         L = len(ids)
         for b, e in spans:
@@ -96,7 +251,7 @@ class Tracer:
                         break
             if e - b < p.min_span_len:
                 continue
-            if not self.tok.decode(ids[b:e]).strip():
+            if not text_of(b, e).strip():
                 continue
             out.append((b, e))
         # keep maximal spans only (trimming in text mode can nest spans)
@@ -109,7 +264,8 @@ class Tracer:
         return maximal
 
     # -- documents ------------------------------------------------------------------------------
-    def _pick_ranks(self, segs: list[tuple[int, int]], cnt: int, k: int, rng: random.Random | None) -> list[tuple[int, int]]:
+    def _pick_ranks(self, segs: list[tuple[int, int]], cnt: int, k: int,
+                    rng: random.Random | None) -> list[tuple[int, int]]:
         """k occurrences: all when there are at most k, else evenly spaced (rng None) or sampled."""
         if cnt <= k:
             idx = list(range(cnt))
@@ -129,33 +285,42 @@ class Tracer:
             out.append((s, lo + i - b0))
         return out
 
-    def _documents(self, span: _Span, ids: list[int], text: str, span_id: str, rng: random.Random | None,
+    def _documents(self, span: _Span, g: _Gen, span_id: str, rng: random.Random | None,
                    only_full_normalized: bool = False) -> list[dict[str, Any]]:
-        p, L = self.p, len(ids)
-        q = ids[span.start:span.end]
-        res = self.engine.find(q)
+        p, ids, text = self.p, g.ids, g.text
+        L = len(ids)
+        res = self._find(g, span.start, span.end)
         span.count = res["cnt"]
         if res["cnt"] == 0:
             return []
         ranks = self._pick_ranks(res["segment_by_shard"], res["cnt"], p.max_docs, rng)
         ctx = (p.window_factor - 1) * L // 2
-        docs = self.engine.docs_by_ranks(ranks, needle_len=len(q), max_ctx_len=ctx)
-        norm_gen = normalize_document(text)
+        docs = self.engine.docs_by_ranks(ranks, needle_len=span.end - span.start, max_ctx_len=ctx)
         rows, seen = [], set()
         for d in docs:
             if (d.shard, d.doc_ix) in seen:
                 continue
             seen.add((d.shard, d.doc_ix))
-            window = self.tok.decode(d.tokens)
-            if text and text in window:
-                tier = "exact_full_raw"
-            elif norm_gen and norm_gen in normalize_document(window):
-                tier = "exact_full_normalized"
-            else:
-                tier = "partial"
+            # [window text, tier, nv] of this exact window, computed once per generation
+            key = (d.shard, d.doc_ix, d.window_start, len(d.tokens))
+            cached = g.windows.get(key)
+            if cached is None:
+                cached = g.windows[key] = [self._decode(d.tokens), None, None]
+            window = cached[0]
+            if cached[1] is None:
+                if text and text in window:
+                    cached[1] = "exact_full_raw"
+                elif g.norm_doc and g.maybe_in(window) and g.norm_doc in normalize_document(window):
+                    cached[1] = "exact_full_normalized"
+                else:
+                    cached[1] = "partial"
+            tier = cached[1]
             if only_full_normalized and tier == "partial":
                 continue
-            nv = nv_recall(text, window, FIXED_PARAMS if p.nv_variant == "fixed" else None)
+            if cached[2] is None:
+                cached[2] = nv_recall_words(g.words, normalize_words(window),
+                                            FIXED_PARAMS if p.nv_variant == "fixed" else None)
+            nv: NvResult = cached[2]
             meta = d.metadata or {}
             rows.append({
                 "span_document_id": make_key(span_id, d.shard, d.doc_ix), "span_id": span_id, "shard": d.shard,
@@ -169,8 +334,8 @@ class Tracer:
         return rows
 
     # -- duplication ----------------------------------------------------------------------------
-    def _dup_counts(self, span: _Span, ids: list[int], span_id: str) -> dict[str, Any]:
-        p = self.p
+    def _dup_counts(self, span: _Span, g: _Gen, span_id: str) -> dict[str, Any]:
+        p, ids = self.p, g.ids
         b, e = span.start, span.end
         trim_b = trim_e = 0
         while trim_b < p.max_trim and b > 0 and b < e and self._joins_word(ids[b - 1], ids[b]):
@@ -179,9 +344,9 @@ class Tracer:
         while trim_e < p.max_trim and e < len(ids) and e > b and self._joins_word(ids[e - 1], ids[e]):
             e -= 1
             trim_e += 1
-        q = ids[b:e]
-        return {"span_id": span_id, "first50_count": self.engine.count(q[:p.dup_prefix_len]) if q else None,
-                "whole_count": self.engine.count(q) if q else None, "trim_start": trim_b, "trim_end": trim_e}
+        q = e > b
+        return {"span_id": span_id, "first50_count": self._count(g, b, min(e, b + p.dup_prefix_len)) if q else None,
+                "whole_count": self._count(g, b, e) if q else None, "trim_start": trim_b, "trim_end": trim_e}
 
     # -- the whole trace ------------------------------------------------------------------------
     def trace(self, generation_id: str, text: str) -> TraceOutput:
@@ -192,17 +357,18 @@ class Tracer:
             return out
         p = self.p
         rng = rng_for(p.seed, text)
+        g = _Gen(self.engine, text, ids)
         sid = lambda s: make_key(self.trace_id, generation_id, s.start, s.end)  # noqa: E731
 
         spans: list[_Span] = []
         full = None
-        if self.engine.count(ids) > 0:  # step 1: full match
+        if self._occurs(g, 0, L):  # step 1: full match
             full = _Span(0, L, self._score(ids), kept=True, is_full=True)
-            out.documents += self._documents(full, ids, text, sid(full), None)
+            out.documents += self._documents(full, g, sid(full), None)
             spans.append(full)
 
-        n = longest_matches(self.engine, ids, self.stats)  # step 2
-        for b, e in self._filter(ids, maximal_spans(n)):    # steps 3-4
+        n = longest_matches(self.engine, ids, self.stats, g.hints if g.bytes_ok else None)  # step 2
+        for b, e in self._filter(ids, maximal_spans(n), g):  # steps 3-4
             if full is not None and (b, e) == (0, L):
                 continue
             spans.append(_Span(b, e, self._score(ids[b:e])))
@@ -218,7 +384,7 @@ class Tracer:
         merged: list[_Span] = []
         for s in kept:
             if (merged and s.start < merged[-1].end and (merged[-1].start, s.end) != (0, L)
-                    and self.engine.count(ids[merged[-1].start:s.end]) > 0):
+                    and self._occurs(g, merged[-1].start, s.end)):
                 prev = merged[-1]
                 union = _Span(prev.start, s.end, self._score(ids[prev.start:s.end]), kept=True, merged=True)
                 prev.kept = s.kept = False
@@ -227,28 +393,28 @@ class Tracer:
             else:
                 merged.append(s)
         for s in merged:  # step 6: documents of the kept spans
-            out.documents += self._documents(s, ids, text, sid(s), rng)
+            out.documents += self._documents(s, g, sid(s), rng)
 
         if full is None:  # step 8: anchors for documents holding the normalized generation
             anchors = sorted(partial, key=lambda s: (-s.length, s.score, s.start))[:p.n_anchors]
             have = {(d["span_id"], d["shard"], d["doc_ix"]) for d in out.documents}
             for a in anchors:
-                for d in self._documents(a, ids, text, sid(a), rng, only_full_normalized=True):
+                for d in self._documents(a, g, sid(a), rng, only_full_normalized=True):
                     if (d["span_id"], d["shard"], d["doc_ix"]) not in have:
                         out.documents.append(d)
 
         for s in spans:
             if not s.count:
-                s.count = self.engine.count(ids[s.start:s.end])
+                s.count = self._count(g, s.start, s.end)
             span_id = sid(s)
             out.spans.append({
                 "span_id": span_id, "trace_id": self.trace_id, "generation_id": generation_id,
                 "start_tok": s.start, "end_tok": s.end, "length": s.length, "count": s.count,
                 "unigram_logprob": s.score, "kept": s.kept, "merged": s.merged, "is_full": s.is_full,
-                "text": self.tok.decode(ids[s.start:s.end]),
+                "text": self._text(g, s.start, s.end),
             })
             if s.length >= p.dup_min_len:  # step 9
-                out.counts.append(self._dup_counts(s, ids, span_id))
+                out.counts.append(self._dup_counts(s, g, span_id))
         return out
 
 
