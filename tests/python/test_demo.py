@@ -24,6 +24,13 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
                              "and setting = 'unconditional'").fetchone()
         assert r50 is not None and r50 > 0
         assert con.execute("select count(*) from fct_propensity where pm is not null").fetchone()[0] > 0
+        # every ready query answers on the sandbox warehouse
+        from pathlib import Path
+
+        for q in sorted((Path(__file__).resolve().parents[2] / "sql").glob("*.sql")):
+            con.execute(q.read_text()).fetchall()
+        assert con.execute((Path(__file__).resolve().parents[2] / "sql" / "most_reproduced_documents.sql")
+                           .read_text()).fetchall(), "the canary must show up as a reproduced document"
     # re-running is cached and resumable: nothing is generated or traced twice
     again = run_cli("demo", "--size", "tiny", home=home)
     assert again.returncode == 0
