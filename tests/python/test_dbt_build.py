@@ -57,6 +57,9 @@ def test_data_tests_fail_on_orphan_rows(home: Path) -> None:
     result = build(home, progress=False)
     assert not result.success
     assert any("relationships_stg_generations_run_id" in f for f in result.failures), result.failures
+    # a partial build runs only tests whose parents are all selected (DBT_INDIRECT_SELECTION=cautious)
+    partial = build(home, select=["stg_generations"], progress=False)
+    assert partial.success, partial.failures
 
 
 def test_sql_before_build_is_a_clear_error(home: Path) -> None:
