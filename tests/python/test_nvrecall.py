@@ -112,3 +112,28 @@ def test_empty_generation_and_fixed_variant() -> None:
     # fixed (2,1,20) then (10,3,100): one 149-word merged block >= 100
     assert nv_recall_words(g, d, FIXED_PARAMS).matched_words == 149
     assert nv_recall_words(g[:90], g[:90], FIXED_PARAMS).recall == 0.0  # 90 < 100: dropped in the fixed variant
+
+
+def test_compiled_matcher_equals_stdlib_difflib() -> None:
+    """nv-recall runs cydifflib for speed; its matching blocks must be the standard library's, block for block
+    (same tie-breaking between equally long matches), on text with heavy repetition where ties abound."""
+    import difflib
+    import random
+
+    import cydifflib
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        vocab = [f"w{i}" for i in range(rng.randint(1, 30))]
+        a = [rng.choice(vocab) for _ in range(rng.randint(0, 90))]
+        b = [rng.choice(vocab) for _ in range(rng.randint(0, 150))]
+        if a and rng.random() < 0.5:  # plant a near-copy of a piece of `a`
+            s = rng.randrange(len(a))
+            piece = a[s:s + rng.randint(1, 70)]
+            if piece and rng.random() < 0.5:
+                piece[rng.randrange(len(piece))] = "edit"
+            k = rng.randint(0, len(b))
+            b = b[:k] + piece + b[k:]
+        want = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        got = cydifflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        assert [tuple(x) for x in got] == [tuple(x) for x in want]
