@@ -1,4 +1,4 @@
-"""The main job on the embedded sandbox: sandbox -> prompts -> generate -> trace -> dbt build.
+"""The main job on the embedded sandbox: sandbox -> prompts -> generate -> trace -> mixture classifier -> dbt build.
 
 Every step is cached or resumable, so `lmaudit demo` can be interrupted and re-run: the sandbox build is
 cached by its parameters, prompts are rebuilt idempotently, generation and tracing skip finished chunks.
@@ -23,12 +23,16 @@ class DemoPlan:
     n_samples: int
     n_unconditional: int
     max_new_tokens: int
+    n_reference: int  # held-out reference documents per domain for the mixture classifier
 
+
+DEMO_CLASSIFIER = "sandbox-tfidf"
 
 PLANS = {
-    "tiny": DemoPlan("tiny", n_prompts=6, n_samples=2, n_unconditional=12, max_new_tokens=64),
-    "small": DemoPlan("small", n_prompts=30, n_samples=3, n_unconditional=60, max_new_tokens=128),
-    "default": DemoPlan("default", n_prompts=50, n_samples=4, n_unconditional=200, max_new_tokens=128),
+    "tiny": DemoPlan("tiny", n_prompts=6, n_samples=2, n_unconditional=20, max_new_tokens=64, n_reference=40),
+    "small": DemoPlan("small", n_prompts=30, n_samples=3, n_unconditional=60, max_new_tokens=128, n_reference=100),
+    "default": DemoPlan("default", n_prompts=50, n_samples=4, n_unconditional=300, max_new_tokens=128,
+                        n_reference=150),
 }
 
 
@@ -39,7 +43,9 @@ def data_file(name: str) -> Path:
 def run_demo(home: Path, size: str = "default", console: Console | None = None, progress: bool = True) -> dict:
     from ingest.build import build
     from ingest.cli.prompts_cmds import build_prompt_set
-    from ingest.cli.sandbox_cmds import build_and_register
+    from ingest.classify.score import score_runs
+    from ingest.classify.train import train_classifier
+    from ingest.cli.sandbox_cmds import build_and_register, import_sandbox_references
     from ingest.corpora import corpus_id_for, corpus_row
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
@@ -88,7 +94,13 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
         trace_generations(lake, job, mine, f"run:{rid}", corpus_id=corpus_id_for(corpus), progress=progress)
     timings["trace"] = time.perf_counter() - t
 
-    t = step("dbt build (metrics, tests)")
+    t = step("mixture: held-out reference documents, TF-IDF domain classifier, score unconditional samples")
+    import_sandbox_references(lake, paths, corpus, per_domain=plan.n_reference)
+    train_classifier(lake, backend="tfidf", name=DEMO_CLASSIFIER, progress=progress)
+    score_runs(lake, [f"sandbox-{size}-unconditional"], classifier=DEMO_CLASSIFIER, progress=progress)
+    timings["classify"] = time.perf_counter() - t
+
+    t = step("dbt build (metrics, mixture estimates, tests)")
     result = build(home, progress=progress)
     timings["build"] = time.perf_counter() - t
     console.print(result.summary())

@@ -1,9 +1,10 @@
-"""`lmaudit sandbox build`: the offline sandbox (corpus, tokenizer, index, tiny GPT-2), registered as a corpus."""
+"""`lmaudit sandbox build|reference`: the offline sandbox (corpus, tokenizer, index, tiny GPT-2), registered
+as a corpus with its documented mixture, and labelled reference documents for the mixture classifier."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -13,28 +14,84 @@ app = typer.Typer(help="The embedded offline sandbox: a real corpus, tokenizer, 
                   no_args_is_help=True)
 
 
-def build_and_register(lake, home, size: str, seed: int = 0, progress: bool = True):
-    """Build (or reuse) the sandbox under <warehouse>/sandbox/<size> and register its corpus."""
+def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | None = None):
+    """The effective SandboxSize: a named size, optionally re-mixed (see `ingest.sandbox.sizes.mixture_size`)."""
+    from ingest.sandbox.sizes import get_size, mixture_size
+
+    if mixture:
+        return mixture_size(size, mixture, 0 if canary_copies is None else canary_copies)
+    base = get_size(size)
+    return base if canary_copies is None else base.replace(canary_copies=canary_copies)
+
+
+def build_and_register(lake, home, size, seed: int = 0, progress: bool = True):
+    """Build (or reuse) the sandbox under <warehouse>/sandbox/<name>-seed<seed>, register its corpus and
+    write its documented mixture (share of documents per domain) into `mixtures_documented`.
+
+    `size` is a size name or a `SandboxSize` (e.g. from :func:`sandbox_size`)."""
     from ingest.corpora import register_corpus
+    from ingest.lake.writer import partition_name
     from ingest.sandbox.build import build_sandbox
     from ingest.sandbox.indexing import sandbox_index_builder
+    from ingest.sandbox.reference import documented_mixture_rows
+    from ingest.sandbox.sizes import get_size
 
-    paths = build_sandbox(size, home / "sandbox" / f"{size}-seed{seed}", seed=seed,
+    size = get_size(size)
+    paths = build_sandbox(size, home / "sandbox" / f"{size.name}-seed{seed}", seed=seed,
                           index_builder=sandbox_index_builder, progress=progress)
-    name = f"sandbox-{size}" if seed == 0 else f"sandbox-{size}-seed{seed}"
+    name = f"sandbox-{size.name}" if seed == 0 else f"sandbox-{size.name}-seed{seed}"
     register_corpus(lake, name, [paths.index_dir])
+    lake.write("mixtures_documented", partition_name("sandbox", name),
+               documented_mixture_rows(paths.mixture_json, str(paths.model_dir), "docs"))
     return paths, name
 
 
+def import_sandbox_references(lake, paths, name: str, per_domain: int = 150, folds: int = 5, seed: int = 0):
+    """Held-out reference documents of the sandbox's domains into `reference_docs` (source = the corpus name)."""
+    from ingest.references import import_references
+    from ingest.sandbox.reference import held_out_documents, write_reference_jsonl
+
+    docs = held_out_documents(paths.size, paths.corpus_jsonl, per_domain=per_domain, seed=seed)
+    out = paths.root / "reference.jsonl"
+    write_reference_jsonl(docs, out)
+    return import_references(lake, out, cap_per_domain=max(per_domain, folds), folds=folds, seed=seed,
+                             source=name)
+
+
+_SIZE = Annotated[str, typer.Option(help="tiny (tests, ~1 min), small, or default (demo, ~10 min).")]
+_SEED = Annotated[int, typer.Option(help="Seed of the corpus order, canary, model init and training.")]
+_MIXTURE = Annotated[Optional[str], typer.Option(
+    help="Train on a known domain mixture instead: a preset (balanced, code-heavy, docs-heavy) or weights "
+         "such as code=0.6,documentation=0.4 over code, boilerplate, documentation, headers. The size's byte "
+         "budget is spread by the weights, documents are cut into equal pieces, and no canary is planted.")]
+_CANARY = Annotated[Optional[int], typer.Option(help="Override the number of planted canary copies.")]
+
+
 @app.command("build")
-def build(
-    ctx: typer.Context,
-    size: Annotated[str, typer.Option(help="tiny (tests, ~1 min), small, or default (demo, ~10 min).")] = "default",
-    seed: Annotated[int, typer.Option(help="Seed of the corpus order, canary, model init and training.")] = 0,
-) -> None:
-    """Build the sandbox (cached: a second call is instant) and register its corpus."""
+def build(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture: _MIXTURE = None,
+          canary_copies: _CANARY = None) -> None:
+    """Build the sandbox (cached: a second call is instant), register its corpus and its documented mixture."""
     st = state(ctx)
-    paths, name = build_and_register(st.lake, st.home, size, seed)
-    mixture = json.loads(paths.mixture_json.read_text())
-    console.print(f"sandbox {size}: corpus {name!r} registered; model at {paths.model_dir}")
-    console.print(json.dumps(mixture.get("domains", mixture), indent=1)[:2000])
+    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies), seed)
+    mix = json.loads(paths.mixture_json.read_text())
+    console.print(f"sandbox {paths.size.name}: corpus {name!r} registered; model at {paths.model_dir}")
+    total = sum(m["docs"] for m in mix["domains"].values()) or 1
+    for dom, m in mix["domains"].items():
+        console.print(f"  {dom:<14} {m['docs']:>6} docs ({m['docs'] / total:6.1%})  {m['bytes']:>10,} bytes  "
+                      f"{m.get('tokens') or 0:>9,} tokens")
+
+
+@app.command("reference")
+def reference(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture: _MIXTURE = None,
+              canary_copies: _CANARY = None,
+              per_domain: Annotated[int, typer.Option(help="Reference documents per domain.")] = 150,
+              folds: Annotated[int, typer.Option(help="Cross-fitting folds.")] = 5) -> None:
+    """Import held-out reference documents for the sandbox's domains (files its corpus did not use), so
+    `lmaudit classify train` can learn the domains. Builds the sandbox first if needed."""
+    st = state(ctx)
+    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies), seed,
+                                     progress=False)
+    s = import_sandbox_references(st.lake, paths, name, per_domain, folds, seed)
+    console.print(s.line())
+    console.print("next: lmaudit classify train --backend tfidf; lmaudit classify score --run RUN")
+

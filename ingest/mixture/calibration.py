@@ -30,8 +30,9 @@ def inverse_softmax(p: np.ndarray) -> np.ndarray:
 
 
 def _softmax(z: np.ndarray, temp: float, biases: np.ndarray) -> np.ndarray:
-    e = np.exp(z / temp + biases[None, :])
-    return e / np.sum(e, axis=1)[:, None]
+    # scipy's softmax shifts by the row maximum: a small fitted temperature on confident posteriors
+    # (logits of +-27 from the 1e-12 floor) would otherwise overflow exp and give NaN rows
+    return scipy.special.softmax(z / temp + biases[None, :], axis=1)
 
 
 @dataclass

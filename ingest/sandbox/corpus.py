@@ -357,6 +357,12 @@ def _module_docstring(path: Path) -> str | None:
 def _documentation_docs(
     roots: dict[str, Path], budget: int, code_candidates, code_ids: set[str]
 ) -> list[Document]:
+    candidates, load = _documentation_candidates(code_candidates, code_ids)
+    return _fill(candidates, budget, load)
+
+
+def _documentation_candidates(code_candidates, code_ids: set[str]):
+    """pydoc topics and the module docstrings of code files not used as `code`, with their loader."""
     candidates: list[tuple[str, str, int, Any]] = []
     try:
         from pydoc_data.topics import topics
@@ -375,7 +381,35 @@ def _documentation_docs(
     def load(handle):
         return handle if isinstance(handle, str) else _module_docstring(handle)
 
-    return _fill(candidates, budget, load)
+    return candidates, load
+
+
+def split_pieces(text: str, max_bytes: int) -> list[str]:
+    """Cut `text` at line ends into pieces of at most `max_bytes` UTF-8 bytes (a longer line is a piece of
+    its own). Whitespace-only pieces are dropped; nothing else is lost or reordered."""
+    pieces: list[str] = []
+    cur: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        n = len(line.encode("utf-8"))
+        if cur and size + n > max_bytes:
+            pieces.append("".join(cur))
+            cur, size = [], 0
+        cur.append(line)
+        size += n
+    if cur:
+        pieces.append("".join(cur))
+    return [p for p in pieces if p.strip()]
+
+
+def _chunked(docs: list[Document], max_bytes: int) -> list[Document]:
+    if max_bytes <= 0:
+        return docs
+    out = []
+    for d in docs:
+        for k, piece in enumerate(split_pieces(d.text, max_bytes)):
+            out.append(Document(f"{d.id}#{k:04d}", d.domain, d.source, piece))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -435,6 +469,7 @@ def collect_documents(size: SandboxSize | str, seed: int) -> tuple[list[Document
         docs += _documentation_docs(roots, budgets["documentation"], code_cands, {d.id for d in code_docs})
     if budgets["headers"] > 0:
         docs += _fill(_header_candidates(roots, size.max_file_bytes), budgets["headers"], _read_text)
+    docs = _chunked(docs, size.chunk_bytes)
 
     canary = make_canary(seed, size.canary_bytes)
     probe = " ".join(canary.split()[:3])
@@ -485,6 +520,7 @@ def collect_corpus(size: SandboxSize | str, out_dir: Path, seed: int = 0) -> Cor
         "seed": seed,
         "budgets": size.domain_budgets,
         "max_file_bytes": size.max_file_bytes,
+        "chunk_bytes": size.chunk_bytes,
         "domains": {k: {**v, "tokens": None} for k, v in domains.items()},
         "total": {
             "docs": sum(v["docs"] for v in domains.values()),

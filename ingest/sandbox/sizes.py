@@ -34,6 +34,7 @@ CORPUS_FIELDS = (
     "max_file_bytes",
     "canary_copies",
     "canary_bytes",
+    "chunk_bytes",
     "seed",
 )
 TOKENIZER_FIELDS = ("vocab_size", "min_frequency")
@@ -67,6 +68,11 @@ class SandboxSize:
     max_file_bytes: int  # files larger than this are skipped (keeps one file from eating a budget)
     canary_copies: int  # how many identical canary documents are planted
     canary_bytes: int = 950  # target length of the canary paragraph
+    # split every real-text document into pieces of at most this many bytes at line boundaries (0 = whole
+    # files). Unconditional samples imitate *document starts*, so a model's generations follow the share of
+    # documents per domain; with equal-sized pieces that share equals the byte and token shares, which is
+    # what a documented training mixture states (used by the mixture sandboxes of `--mixture`).
+    chunk_bytes: int = 0
     # --- tokenizer --------------------------------------------------------------------------------
     vocab_size: int = 8192
     min_frequency: int = 2
@@ -112,6 +118,28 @@ class SandboxSize:
     @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.context
+
+    def with_mixture(self, weights: dict[str, float], canary_copies: int | None = None) -> "SandboxSize":
+        """This size with its real-text byte budget redistributed over the domains by `weights`.
+
+        The total budget stays the same; weights are normalized; domains not named get 0 bytes. Names must
+        be real-text domains (the canary is planted on top: set `canary_copies`, e.g. 0 for a clean mixture).
+        """
+        from ingest.errors import UserError
+
+        unknown = sorted(set(weights) - set(self.domain_budgets))
+        if unknown:
+            raise UserError(f"unknown sandbox domain(s) {', '.join(unknown)}: choose from "
+                            f"{', '.join(self.domain_budgets)}")
+        if any(not (w >= 0) for w in weights.values()) or sum(weights.values()) <= 0:
+            raise UserError("mixture weights must be non-negative numbers with a positive sum")
+        total = sum(self.domain_budgets.values())
+        z = sum(weights.values())
+        budgets = {d: int(round(total * weights.get(d, 0.0) / z)) for d in self.domain_budgets}
+        changes: dict[str, Any] = {f"{d}_bytes": b for d, b in budgets.items()}
+        if canary_copies is not None:
+            changes["canary_copies"] = canary_copies
+        return self.replace(**changes)
 
     def replace(self, **changes: Any) -> "SandboxSize":
         return dataclasses.replace(self, **changes)
@@ -179,6 +207,47 @@ SIZES: dict[str, SandboxSize] = {
         warmup_steps=40,
     ),
 }
+
+
+# Named mixtures for `lmaudit sandbox build --mixture NAME` (or pass "code=0.6,documentation=0.4").
+MIXTURES: dict[str, dict[str, float]] = {
+    "balanced": {"code": 0.25, "boilerplate": 0.25, "documentation": 0.25, "headers": 0.25},
+    "code-heavy": {"code": 0.70, "boilerplate": 0.10, "documentation": 0.10, "headers": 0.10},
+    "docs-heavy": {"code": 0.10, "boilerplate": 0.10, "documentation": 0.70, "headers": 0.10},
+}
+MIXTURE_CHUNK_BYTES = 600  # pieces of ~170 tokens: a tiny model's context, so a sample is one piece
+
+
+def parse_mixture(spec: str) -> tuple[str, dict[str, float]]:
+    """A preset name or ``domain=weight,...`` -> (label, weights). The label names the sandbox directory."""
+    from ingest.errors import UserError
+
+    spec = spec.strip()
+    if spec in MIXTURES:
+        return spec, dict(MIXTURES[spec])
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise UserError(f"bad mixture {spec!r}: use a preset ({', '.join(MIXTURES)}) or "
+                            "domain=weight pairs such as code=0.6,documentation=0.4") from None
+    if not weights:
+        raise UserError(f"empty mixture {spec!r}")
+    label = "mix-" + "-".join(f"{d}{round(100 * w / sum(weights.values()))}" for d, w in sorted(weights.items()))
+    return label, weights
+
+
+def mixture_size(size: "str | SandboxSize", spec: str, canary_copies: int = 0) -> SandboxSize:
+    """`size` with its budget spread by the mixture `spec`, documents cut into equal pieces, no canary by
+    default (a clean known mixture over the real-text domains)."""
+    label, weights = parse_mixture(spec)
+    base = get_size(size)
+    return base.with_mixture(weights, canary_copies).replace(name=f"{base.name}-{label}",
+                                                             chunk_bytes=MIXTURE_CHUNK_BYTES)
 
 
 def get_size(size: "str | SandboxSize") -> SandboxSize:
