@@ -29,6 +29,10 @@ def generate(
     executor: Annotated[str, typer.Option(help="local (this machine) or ray (a Ray cluster).")] = "local",
     workers: Annotated[int, typer.Option(help="Workers (processes or Ray actors), each loading the model.")] = 1,
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
+    engine_arg: Annotated[list[str] | None, typer.Option(
+        help="KEY=VALUE passed to vllm.LLM (repeatable; VALUE parsed as JSON when it can be), e.g. "
+             "gpu_memory_utilization=0.5, max_model_len=4096, dtype=bfloat16. On CPU machines "
+             "gpu_memory_utilization is the share of RAM vLLM reserves.")] = None,
 ) -> None:
     """Generate continuations; re-running the same command resumes an interrupted run."""
     from pathlib import Path
@@ -49,7 +53,9 @@ def generate(
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
     from ingest.executors import get_executor
 
-    kwargs = {"batch_size": batch_size, "threads": threads} if backend == "hf" else {}
+    kwargs = {"batch_size": batch_size, "threads": threads} if backend == "hf" else _engine_args(engine_arg or [])
+    if engine_arg and backend != "vllm":
+        raise UserError("--engine-arg is for --backend vllm; the hf backend takes --batch-size and --threads")
     be = get_backend(backend, model, **kwargs)  # the driver needs the tokenizer (start token) in any case
     ex = None
     if executor != "local" or workers > 1:
@@ -62,3 +68,20 @@ def generate(
         rate = r.tokens / r.seconds if r.seconds > 0 else 0
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
                       f"already done), {rate:,.0f} tokens/s")
+
+
+def _engine_args(pairs: list[str]) -> dict:
+    import json
+
+    from ingest.errors import UserError
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--engine-arg {pair!r}: use KEY=VALUE, e.g. gpu_memory_utilization=0.5")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out

@@ -46,12 +46,16 @@ def _file_id(doc_id: str) -> str:
 
 
 def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain: int = 150, seed: int = 0,
-                       prefix_bytes: int = 600, pieces_per_file: int = 2) -> list[Document]:
-    """Up to `per_domain` reference documents per real-text domain of the corpus, from files it did not use;
-    plus up to `per_domain` prefixes of the canary when the corpus has one. Deterministic for a given machine."""
+                       prefix_bytes: int = 600, pieces_per_file: int = 2,
+                       exclude: Iterable[Path] = ()) -> list[Document]:
+    """Up to `per_domain` reference documents per real-text domain of the corpus, from files it did not use
+    (nor those of the corpus.jsonl files in `exclude`); plus up to `per_domain` prefixes of the canary when the corpus
+    has one. Deterministic for a given machine."""
     size = get_size(size)
     training = list(read_corpus(corpus_jsonl))
     used = {_file_id(d.id) for d in training}
+    for other in exclude:
+        used |= {_file_id(d.id) for d in read_corpus(other)}
     domains = sorted({d.domain for d in training})
     roots = source_roots()
     code_cands = _code_candidates(roots, size.max_file_bytes)
