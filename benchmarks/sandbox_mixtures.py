@@ -1,7 +1,7 @@
 """Mixture recovery on sandbox models trained on known, different mixtures (issue 7, evaluation (b)).
 
     python benchmarks/sandbox_mixtures.py --warehouse /tmp/mixbench [--size tiny] [--n 300]
-        [--mixtures balanced code-heavy docs-heavy] [--temperatures 1.0 0.7] [--n-boot 100]
+        [--mixtures balanced code-heavy docs-heavy] [--temperatures 1.0 0.7] [--n-boot 100] [--steps N]
 
 For each mixture: `lmaudit sandbox build --mixture M` (the size's byte budget spread by the weights, documents
 cut into equal pieces, no canary), N unconditional samples per temperature (transformers backend, top-p 1.0
@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--per-domain", type=int, default=150, help="reference documents per domain")
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, help="training steps (default: the size's)")
     a = ap.parse_args()
 
     from ingest.build import build
@@ -59,7 +60,10 @@ def main() -> None:
     boxes = {}
     for m in a.mixtures:
         t = time.perf_counter()
-        paths, corpus = build_and_register(lake, home, mixture_size(a.size, m), a.seed, progress=False)
+        size = mixture_size(a.size, m)
+        if a.steps:
+            size = size.replace(steps=a.steps, name=f"{size.name}-{a.steps}steps")
+        paths, corpus = build_and_register(lake, home, size, a.seed, progress=False)
         boxes[m] = (paths, corpus)
         timings[f"sandbox {m}"] = time.perf_counter() - t
         log = json.loads(paths.train_log.read_text())

@@ -31,7 +31,7 @@ DEMO_CLASSIFIER = "sandbox-tfidf"
 PLANS = {
     "tiny": DemoPlan("tiny", n_prompts=6, n_samples=2, n_unconditional=20, max_new_tokens=64, n_reference=40),
     "small": DemoPlan("small", n_prompts=30, n_samples=3, n_unconditional=60, max_new_tokens=128, n_reference=100),
-    "default": DemoPlan("default", n_prompts=50, n_samples=4, n_unconditional=300, max_new_tokens=128,
+    "default": DemoPlan("default", n_prompts=40, n_samples=4, n_unconditional=300, max_new_tokens=128,
                         n_reference=150),
 }
 

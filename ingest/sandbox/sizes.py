@@ -7,9 +7,11 @@ training (never a time budget: the same size and seed give the same files on the
   context 128, 420 steps on 1 thread: ~60 s of training, ~70 s for the whole sandbox; the model reproduces
   the whole canary verbatim (5 of 5 seeds).
 * ``small``   - ~2 MB, vocab 8192, 3 layers x 192, context 256, 400 steps: ~3.5 minutes on 2 cores.
-* ``default`` - demo. ~4.2 MB + 300 canary copies, vocab 8192, 4 layers x 256, context 256, 480 steps:
-  ~8 minutes of training on 2 AVX2 cores (fp32). License boilerplate is naturally duplicated, so that is
-  what a model of this size memorizes first.
+* ``default`` - demo. ~0.7 MB + 150 canary copies, vocab 4096, 2 layers x 128, context 256, 800 steps on
+  1 thread: 7.5 epochs in ~8 minutes (3.4k tokens/s), final loss 3.15. Memorization needs repeats: the earlier
+  4.2 MB / 4 x 256 / 480-step default (0.8 epochs, final loss 4.97) reproduced nothing longer than 3-4 tokens
+  on average in any setting. This one reproduces its canary (up to the full 113 tokens; >= 50 tokens in 62 %
+  of unconditional samples, 2 % of minimal-cue ones); real license text stays below ~16 tokens at this size.
 
 Timings were measured on a 2-core AVX2 machine (AMD EPYC, no native bf16); a machine with AVX-512/AMX runs
 the same steps 2-3x faster. Steps, not seconds, are the budget: retune ``steps`` for another target time.
@@ -190,21 +192,22 @@ SIZES: dict[str, SandboxSize] = {
     ),
     "default": SandboxSize(
         name="default",
-        code_bytes=1_500_000,
-        boilerplate_bytes=1_300_000,
-        documentation_bytes=800_000,
-        headers_bytes=600_000,
-        max_file_bytes=120_000,
-        canary_copies=300,
-        vocab_size=8192,
-        n_layer=4,
-        n_embd=256,
+        code_bytes=280_000,
+        boilerplate_bytes=220_000,
+        documentation_bytes=140_000,
+        headers_bytes=60_000,
+        max_file_bytes=60_000,
+        canary_copies=150,
+        vocab_size=4096,
+        n_layer=2,
+        n_embd=128,
         n_head=4,
         context=256,
-        steps=480,  # ~1.6 s/step on 1 AVX2 core, ~1.0 s on 2 (fp32): ~8 minutes; see docs/footguns.md
+        steps=800,  # ~7.5 epochs of a 0.7 MB corpus (~8 min): the canary is memorized, licenses are not yet
         batch_size=8,
         lr=2e-3,
         warmup_steps=40,
+        threads=1,
     ),
 }
 

@@ -24,6 +24,14 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
                              "and setting = 'unconditional'").fetchone()
         assert r50 is not None and r50 > 0
         assert con.execute("select count(*) from fct_propensity where pm is not null").fetchone()[0] > 0
+        # the mixture step: every estimator scored against the sandbox's documented mixture (share of
+        # documents, canary included); the canary dominates the tiny model's samples, and the classifier sees it
+        ev = con.execute("select estimator, overlap_accuracy from fct_mixture_evaluation").fetchall()
+        assert {e for e, _ in ev} >= {"direct", "cc", "acc", "pacc", "emq", "llmsurgeon_code"}
+        assert all(oa is not None and 0 <= oa <= 1 for _, oa in ev)
+        (canary,) = con.execute("select estimate from fct_mixture_estimates where estimator = 'direct' "
+                                "and domain = 'canary'").fetchone()
+        assert canary > 0.5
         # every ready query answers on the sandbox warehouse
         from pathlib import Path
 
@@ -36,6 +44,9 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
     assert again.returncode == 0
     with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
         n, distinct = con.execute("select count(*), count(distinct generation_id) from stg_generations").fetchone()
+        assert n == distinct
+        n, distinct = con.execute("select count(*), count(distinct (classifier_id, item_kind, item_id)) "
+                                  "from stg_classifier_outputs").fetchone()
         assert n == distinct
     rep = run_cli("report", home=home, check=True)
     assert "figures" in rep.stdout

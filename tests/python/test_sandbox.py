@@ -218,8 +218,8 @@ def test_sizes_registry():
     assert set(SIZES) == {"tiny", "small", "default"}
     t, d = SIZES["tiny"], SIZES["default"]
     assert (t.vocab_size, t.n_layer, t.n_embd, t.context) == (4096, 2, 128, 128)
-    assert (d.vocab_size, d.n_layer, d.n_embd, d.context) == (8192, 4, 256, 256)
-    assert 4_000_000 <= sum(d.domain_budgets.values()) <= 8_000_000
+    assert (d.vocab_size, d.n_layer, d.n_embd, d.context) == (4096, 2, 128, 256)
+    assert 500_000 <= sum(d.domain_budgets.values()) <= 1_500_000
     assert get_size(t) is t
     with pytest.raises(Exception):
         get_size("huge")

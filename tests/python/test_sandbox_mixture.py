@@ -119,3 +119,13 @@ def test_documented_rows_by_hand(tmp_path):
     assert rows == pytest.approx({"code": 100 / 700, "headers": 600 / 700, "web": 0.0})
     src = documented_mixture_rows(p, "m", "tokens", ["code", "headers"])[0]["source"]
     assert "without canary" in src and "tokens" in src
+
+
+def test_cli_rejects_bad_mixtures_and_engine_args_in_one_line(home):
+    from conftest import run_cli
+
+    bad = run_cli("sandbox", "build", "--size", "tiny", "--mixture", "web=1", home=home)
+    assert bad.returncode == 2 and "unknown sandbox domain(s) web" in bad.stderr
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    bad = run_cli("generate", "--model", "m", "--corpus", "c", "--engine-arg", "x=1", home=home)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
