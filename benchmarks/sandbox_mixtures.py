@@ -41,7 +41,7 @@ def main() -> None:
     from ingest.classify.score import score_runs
     from ingest.classify.train import train_classifier
     from ingest.cli.prompts_cmds import build_prompt_set
-    from ingest.cli.sandbox_cmds import build_and_register
+    from ingest.cli.sandbox_cmds import build_and_register, sandbox_size
     from ingest.corpora import corpus_id_for
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
@@ -50,7 +50,6 @@ def main() -> None:
     from ingest.lake import Lake
     from ingest.references import import_references
     from ingest.sandbox.reference import held_out_documents, write_reference_jsonl
-    from ingest.sandbox.sizes import mixture_size
 
     home = a.warehouse.resolve()
     lake = Lake(home)
@@ -60,9 +59,7 @@ def main() -> None:
     boxes = {}
     for m in a.mixtures:
         t = time.perf_counter()
-        size = mixture_size(a.size, m)
-        if a.steps:
-            size = size.replace(steps=a.steps, name=f"{size.name}-{a.steps}steps")
+        size = sandbox_size(a.size, m, steps=a.steps)
         paths, corpus = build_and_register(lake, home, size, a.seed, progress=False)
         boxes[m] = (paths, corpus)
         timings[f"sandbox {m}"] = time.perf_counter() - t

@@ -14,14 +14,23 @@ app = typer.Typer(help="The embedded offline sandbox: a real corpus, tokenizer, 
                   no_args_is_help=True)
 
 
-def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | None = None):
-    """The effective SandboxSize: a named size, optionally re-mixed (see `ingest.sandbox.sizes.mixture_size`)."""
+def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | None = None, steps: int | None = None):
+    """The effective SandboxSize: a named size, optionally re-mixed (see `ingest.sandbox.sizes.mixture_size`),
+    with another canary count or step budget (a changed knob gets its own folder and corpus name)."""
+    from ingest.errors import UserError
     from ingest.sandbox.sizes import get_size, mixture_size
 
     if mixture:
-        return mixture_size(size, mixture, 0 if canary_copies is None else canary_copies)
-    base = get_size(size)
-    return base if canary_copies is None else base.replace(canary_copies=canary_copies)
+        out = mixture_size(size, mixture, 0 if canary_copies is None else canary_copies)
+    else:
+        out = get_size(size)
+        if canary_copies is not None and canary_copies != out.canary_copies:
+            out = out.replace(canary_copies=canary_copies, name=f"{out.name}-canary{canary_copies}")
+    if steps is not None and steps != out.steps:
+        if steps < 1:
+            raise UserError(f"--steps must be positive, got {steps}")
+        out = out.replace(steps=steps, name=f"{out.name}-{steps}steps")
+    return out
 
 
 def build_and_register(lake, home, size, seed: int = 0, progress: bool = True):
@@ -65,14 +74,17 @@ _MIXTURE = Annotated[Optional[str], typer.Option(
          "such as code=0.6,documentation=0.4 over code, boilerplate, documentation, headers. The size's byte "
          "budget is spread by the weights, documents are cut into equal pieces, and no canary is planted.")]
 _CANARY = Annotated[Optional[int], typer.Option(help="Override the number of planted canary copies.")]
+_STEPS = Annotated[Optional[int], typer.Option(
+    help="Override the training step budget (mixture recovery needs a model that imitates its data: the "
+         "tiny mixtures reach >= 90% overlap accuracy at 1200 steps, not at tiny's 420; BENCHMARKS.md).")]
 
 
 @app.command("build")
 def build(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture: _MIXTURE = None,
-          canary_copies: _CANARY = None) -> None:
+          canary_copies: _CANARY = None, steps: _STEPS = None) -> None:
     """Build the sandbox (cached: a second call is instant), register its corpus and its documented mixture."""
     st = state(ctx)
-    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies), seed)
+    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps), seed)
     mix = json.loads(paths.mixture_json.read_text())
     console.print(f"sandbox {paths.size.name}: corpus {name!r} registered; model at {paths.model_dir}")
     total = sum(m["docs"] for m in mix["domains"].values()) or 1
@@ -83,13 +95,13 @@ def build(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture:
 
 @app.command("reference")
 def reference(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture: _MIXTURE = None,
-              canary_copies: _CANARY = None,
+              canary_copies: _CANARY = None, steps: _STEPS = None,
               per_domain: Annotated[int, typer.Option(help="Reference documents per domain.")] = 150,
               folds: Annotated[int, typer.Option(help="Cross-fitting folds.")] = 5) -> None:
     """Import held-out reference documents for the sandbox's domains (files its corpus did not use), so
     `lmaudit classify train` can learn the domains. Builds the sandbox first if needed."""
     st = state(ctx)
-    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies), seed,
+    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps), seed,
                                      progress=False)
     s = import_sandbox_references(st.lake, paths, name, per_domain, folds, seed)
     console.print(s.line())
