@@ -39,5 +39,5 @@ def _overview(ctx: typer.Context) -> None:
     from ingest.demo import data_file  # noqa: F401 (keeps the import cheap)
     from ingest.home import project_dir
 
-    for query in ("run_overview.sql", "mixture_by_domain.sql"):
+    for query in ("headline_metrics.sql", "propensity_by_setting.sql", "mixture_by_domain.sql"):
         sql(ctx, "@" + str(project_dir() / "sql" / query), max_rows=50, csv=False)
