@@ -31,6 +31,8 @@ def normalize_document(text: str) -> str:
 def normalize_words(text: str) -> list[str]:
     """Words for near-verbatim recall: NFKC, straight quotes, one dash, '...' for an ellipsis,
     lowercase, split on whitespace."""
+    if text.isascii():  # every step before lower() maps only non-ASCII characters: skip them (most code)
+        return text.lower().split()
     t = unicodedata.normalize("NFKC", text)  # NFKC already turns U+2026 into "..."
     t = t.translate(_QUOTES)
     t = _DASHES.sub("-", t)

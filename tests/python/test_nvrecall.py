@@ -137,3 +137,19 @@ def test_compiled_matcher_equals_stdlib_difflib() -> None:
         want = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
         got = cydifflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
         assert [tuple(x) for x in got] == [tuple(x) for x in want]
+
+
+def test_ascii_fast_path_of_word_normalization_is_the_full_pipeline():
+    """normalize_words skips NFKC, quote, dash and ellipsis mapping for ASCII text: those map non-ASCII only."""
+    import random
+    import string
+    import unicodedata
+
+    from ingest.trace import normalize as N
+
+    rng = random.Random(3)
+    alphabet = string.printable + "\u2019\u201c\u2014\u2026\u00e9\uff21"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet if rng.random() < 0.3 else string.printable) for _ in range(rng.randint(0, 60)))
+        full = N._DASHES.sub("-", unicodedata.normalize("NFKC", text).translate(N._QUOTES)).replace("\u2026", "...")
+        assert normalize_words(text) == full.lower().split()
