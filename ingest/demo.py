@@ -83,6 +83,13 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
         spec = RunSpec(f"sandbox-{size}-{s}", str(paths.model_dir), s, "hf", corpus_id_for(corpus), sampling)
         run_generation(lake, be, spec, units, progress=progress)
         run_ids.append(spec.run_id)
+    # neutral sampling for the mixture estimate: temperature 1.0, top-p 1.0 (at 0.7 the model over-produces
+    # its most likely kind of document; BENCHMARKS.md, mixture sandbox). Setting `unconditional`, its own run.
+    neutral = RunSpec(f"sandbox-{size}-neutral", str(paths.model_dir), "unconditional", "hf", corpus_id_for(corpus),
+                      SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=plan.max_new_tokens))
+    run_generation(lake, be, neutral, prompt_units(lake, corpus, "unconditional", be, 1, plan.n_unconditional),
+                   progress=progress)
+    run_ids.append(neutral.run_id)
     timings["generate"] = time.perf_counter() - t
 
     t = step("trace every generation against the training corpus")
@@ -94,18 +101,17 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
         trace_generations(lake, job, mine, f"run:{rid}", corpus_id=corpus_id_for(corpus), progress=progress)
     timings["trace"] = time.perf_counter() - t
 
-    t = step("mixture: held-out reference documents, TF-IDF domain classifier, score unconditional samples")
+    t = step("mixture: held-out reference documents, TF-IDF domain classifier, score the neutral samples")
     from ingest.classify.train import classifier_id_for
     from ingest.lake import partition_name
 
-    unconditional = f"sandbox-{size}-unconditional"
-    scored = partition_name("gen", classifier_id_for(DEMO_CLASSIFIER), unconditional)
+    scored = partition_name("gen", classifier_id_for(DEMO_CLASSIFIER), neutral.run_id)
     if scored in lake.partitions("classifier_outputs"):  # everything here is deterministic: reuse it
         console.print("  cached: classifier trained and samples scored in an earlier run")
     else:
         import_sandbox_references(lake, paths, corpus, per_domain=plan.n_reference)
         train_classifier(lake, backend="tfidf", name=DEMO_CLASSIFIER, progress=progress)
-        score_runs(lake, [unconditional], classifier=DEMO_CLASSIFIER, progress=progress)
+        score_runs(lake, [neutral.run_id], classifier=DEMO_CLASSIFIER, progress=progress)
     timings["classify"] = time.perf_counter() - t
 
     t = step("dbt build (metrics, mixture estimates, tests)")

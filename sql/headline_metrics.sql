@@ -8,6 +8,7 @@ metrics as (
 
 final as (
     select
+        run_id,
         model,
         setting,
         metric,
@@ -19,7 +20,7 @@ final as (
         null_reason
     from metrics
     where metric in ('fmr', 'als', 'nvr', 'r50')
-    order by model, setting, metric
+    order by model, setting, run_id, metric
 )
 
 select * from final

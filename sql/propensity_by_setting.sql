@@ -9,6 +9,7 @@ propensity as (
 
 final as (
     select
+        propensity_run_id,
         model,
         propensity_setting,
         metric,
@@ -21,7 +22,7 @@ final as (
         null_reason
     from propensity
     where metric in ('fmr', 'nvr', 'r50')
-    order by model, propensity_setting, metric
+    order by model, propensity_setting, propensity_run_id, metric
 )
 
 select * from final

@@ -28,9 +28,9 @@ def demo(
     ctx.invoke(_overview, ctx)
     total = sum(out["timings"].values())
     console.print("timings: " + ", ".join(f"{k} {v:.0f}s" for k, v in out["timings"].items()) + f"; total {total:.0f}s")
-    console.print("mixture: the unconditional samples use the PropMe sampling (temperature 0.7), which over-produces "
-                  "the model's most likely kind of document (here its canary); sample at temperature 1.0 to "
-                  "estimate a mixture (docs/footguns.md)")
+    console.print("run sandbox-*-neutral: unconditional samples at temperature 1.0 (top-p 1.0) for the mixture "
+                  "estimate; the PropMe runs sample at 0.7, which over-produces the model's most likely kind of "
+                  "document (docs/footguns.md)")
     console.print(f"explore: lmaudit --warehouse {st.home} sql @sql/run_overview.sql")
 
 

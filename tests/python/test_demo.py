@@ -24,14 +24,15 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
                              "and setting = 'unconditional'").fetchone()
         assert r50 is not None and r50 > 0
         assert con.execute("select count(*) from fct_propensity where pm is not null").fetchone()[0] > 0
-        # the mixture step: every estimator scored against the sandbox's documented mixture (share of
-        # documents, canary included); the canary dominates the tiny model's samples, and the classifier sees it
-        ev = con.execute("select estimator, overlap_accuracy from fct_mixture_evaluation").fetchall()
-        assert {e for e, _ in ev} >= {"direct", "cc", "acc", "pacc", "emq", "llmsurgeon_code"}
-        assert all(oa is not None and 0 <= oa <= 1 for _, oa in ev)
+        # the mixture step: the neutral run (temperature 1.0) scored by every estimator against the sandbox's
+        # documented mixture (share of documents, canary included); the classifier recognizes the canary
+        ev = con.execute("select run_id, estimator, overlap_accuracy from fct_mixture_evaluation").fetchall()
+        assert {r for r, _, _ in ev} == {"sandbox-tiny-neutral"}
+        assert {e for _, e, _ in ev} >= {"direct", "cc", "acc", "pacc", "emq", "llmsurgeon_code"}
+        assert all(oa is not None and 0 <= oa <= 1 for _, _, oa in ev)
         (canary,) = con.execute("select estimate from fct_mixture_estimates where estimator = 'direct' "
                                 "and domain = 'canary'").fetchone()
-        assert canary > 0.5
+        assert canary > 0.2
         # every ready query answers on the sandbox warehouse
         from pathlib import Path
 
