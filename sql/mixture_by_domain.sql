@@ -1,5 +1,7 @@
 -- The estimated training mixture per domain next to the documented one (pacc: the paper's method; emq;
--- direct: no correction), with the bootstrap interval. Run: lmaudit sql @sql/mixture_by_domain.sql
+-- direct: no correction), with the bootstrap interval, and the verified attribution: the domains of the
+-- training documents that the run's long spans were traced to (fct_span_domains; a run traced more than
+-- once shows its latest pass; NULL: no long span was traced to that domain). Run: lmaudit sql @sql/mixture_by_domain.sql
 with
 
 estimates as (
@@ -15,6 +17,17 @@ documented as (
     select * from int_mixtures_documented
 ),
 
+trace_runs as (
+    select * from stg_trace_runs
+),
+
+span_domains as (
+    select fct_span_domains.*
+    from fct_span_domains
+    inner join trace_runs on fct_span_domains.trace_id = trace_runs.trace_id
+    qualify trace_runs.started_at = max(trace_runs.started_at) over (partition by fct_span_domains.run_id)
+),
+
 final as (
     select
         estimates.run_id,
@@ -24,13 +37,18 @@ final as (
         round(100 * max(case when estimates.estimator = 'pacc' then estimates.estimate end), 1) as pacc_pct,
         round(100 * max(case when estimates.estimator = 'emq' then estimates.estimate end), 1) as emq_pct,
         round(100 * max(case when estimates.estimator = 'emq' then estimates.ci_low end), 1) as emq_ci_low_pct,
-        round(100 * max(case when estimates.estimator = 'emq' then estimates.ci_high end), 1) as emq_ci_high_pct
+        round(100 * max(case when estimates.estimator = 'emq' then estimates.ci_high end), 1) as emq_ci_high_pct,
+        round(100 * max(span_domains.share), 1) as traced_spans_pct
     from estimates
     inner join runs on estimates.run_id = runs.run_id
     left join documented
         on
             runs.model = documented.model
             and lower(estimates.domain) = lower(documented.domain)
+    left join span_domains
+        on
+            estimates.run_id = span_domains.run_id
+            and lower(estimates.domain) = lower(span_domains.domain)
     group by estimates.run_id, estimates.domain
     order by estimates.run_id asc, estimates.domain asc
 )
