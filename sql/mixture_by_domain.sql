@@ -1,7 +1,8 @@
 -- The estimated training mixture per domain next to the documented one (pacc: the paper's method; emq;
 -- direct: no correction), with the bootstrap interval, and the verified attribution: the domains of the
 -- training documents that the run's long spans were traced to (fct_span_domains; a run traced more than
--- once shows its latest pass; NULL: no long span was traced to that domain). Run: lmaudit sql @sql/mixture_by_domain.sql
+-- once shows its latest pass; NULL: no long span was traced to that domain).
+-- Run: lmaudit sql @sql/mixture_by_domain.sql
 with
 
 estimates as (
