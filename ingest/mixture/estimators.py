@@ -159,42 +159,36 @@ def _check_gen(gen: np.ndarray, k: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------- estimators
 
+class _Uncorrected(Estimator):
+    """Estimators that take nothing from the reference set but the number of domains."""
+
+    def __init__(self):
+        pass
+
+    def fit(self, inputs):
+        self._reset_diagnostics()
+        self.k_ = inputs.k
+        return self
+
+
 @register
-class Direct(Estimator):
+class Direct(_Uncorrected):
     """PCC: the mean generation posterior, no correction."""
 
     name = "direct"
 
-    def __init__(self):
-        pass
-
-    def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
-        return self
-
     def predict(self, gen_posteriors):
-        gen = _check_gen(gen_posteriors, self.k_)
-        return gen.mean(axis=0)
+        return _check_gen(gen_posteriors, self.k_).mean(axis=0)
 
 
 @register
-class CC(Estimator):
+class CC(_Uncorrected):
     """Classify and count: the share of argmax labels (ties to the lowest index)."""
 
     name = "cc"
 
-    def __init__(self):
-        pass
-
-    def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
-        return self
-
     def predict(self, gen_posteriors):
-        gen = _check_gen(gen_posteriors, self.k_)
-        return cm.hard_counts(gen, self.k_)
+        return cm.hard_counts(_check_gen(gen_posteriors, self.k_), self.k_)
 
 
 @register
@@ -211,9 +205,12 @@ class ACC(Estimator):
     def fit(self, inputs):
         self._reset_diagnostics()
         self.k_ = inputs.k
-        self.C_ = cm.hard_confusion(inputs.ref_posteriors, inputs.ref_labels, inputs.k)
+        self.C_ = self._confusion(inputs)
         self.cond_ = _note_condition(self, self.C_, self.warn_condition)
         return self
+
+    def _confusion(self, inputs):
+        return cm.hard_confusion(inputs.ref_posteriors, inputs.ref_labels, inputs.k)
 
     def _observed(self, gen):
         return cm.hard_counts(gen, self.k_)
@@ -229,12 +226,8 @@ class PACC(ACC):
 
     name = "pacc"
 
-    def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
-        self.C_ = cm.soft_confusion(inputs.ref_posteriors, inputs.ref_labels, inputs.k)
-        self.cond_ = _note_condition(self, self.C_, self.warn_condition)
-        return self
+    def _confusion(self, inputs):
+        return cm.soft_confusion(inputs.ref_posteriors, inputs.ref_labels, inputs.k)
 
     def _observed(self, gen):
         return gen.mean(axis=0)
