@@ -23,7 +23,24 @@ def _rows(con, sql: str) -> list[dict]:
 
 
 def _order(settings):
-    return sorted(set(settings), key=lambda s: (SETTING_ORDER.index(s) if s in SETTING_ORDER else 99, s))
+    return sorted(set(settings), key=lambda s: (SETTING_ORDER.index(s.split(" ")[0])
+                                                if s.split(" ")[0] in SETTING_ORDER else 99, s))
+
+
+def _group_runs(rows: list[dict], setting_key: str, run_key: str) -> str:
+    """Give each row a "group" to plot by: its setting, or "setting (run)" where a model has several runs of
+    that setting (the demo's neutral run next to its PropMe unconditional run). Returns the group key."""
+    import os
+
+    runs: dict[tuple, set] = {}
+    for r in rows:
+        runs.setdefault((r.get("model"), r[setting_key]), set()).add(r[run_key])
+    common = os.path.commonprefix(sorted({r[run_key] for r in rows})) if rows else ""
+    for r in rows:
+        rest = r[run_key][len(common):] or r[run_key]
+        several = len(runs[(r.get("model"), r[setting_key])]) > 1
+        r["group"] = f"{r[setting_key]} ({rest})" if several and rest != r[setting_key] else r[setting_key]
+    return "group"
 
 
 def _errbars(vals, lo, hi):
@@ -34,22 +51,24 @@ def _errbars(vals, lo, hi):
 
 
 def metric_bars(con, path: Path) -> bool:
-    rows = _rows(con, "select model, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
+    rows = _rows(con, "select run_id, model, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
                       "where metric in ('fmr', 'als', 'nvr', 'r50')")
     if not rows:
         return False
+    key = _group_runs(rows, "setting", "run_id")
     models = sorted({r["model"] for r in rows})
-    settings = _order(r["setting"] for r in rows)
+    settings = _order(r[key] for r in rows)
     fig, axes = plt.subplots(1, 4, figsize=(16, 4))
     width = 0.8 / max(1, len(models))
     for ax, (metric, title) in zip(axes, HEADLINE):
         for j, m in enumerate(models):
-            got = {r["setting"]: r for r in rows if r["metric"] == metric and r["model"] == m}
+            got = {r[key]: r for r in rows if r["metric"] == metric and r["model"] == m}
             vals = [got.get(s, {}).get("value") for s in settings]
             v, err = _errbars(vals, [got.get(s, {}).get("ci_low") for s in settings],
                               [got.get(s, {}).get("ci_high") for s in settings])
             x = np.arange(len(settings)) + (j - (len(models) - 1) / 2) * width
-            ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=Path(m).name)
+            name = Path(m).parent.name if Path(m).name == "model" else Path(m).name  # sandbox: <size>-seed<n>/model
+            ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=name)
         ax.set_xticks(np.arange(len(settings)), settings, rotation=30, ha="right")
         ax.set_title(title, fontsize=10)
     axes[0].legend(fontsize=8)
@@ -61,16 +80,17 @@ def metric_bars(con, path: Path) -> bool:
 
 
 def propensity(con, path: Path) -> bool:
-    rows = _rows(con, "select model, propensity_setting, metric, pm, ci_low, ci_high from fct_propensity "
-                      "where metric in ('fmr', 'nvr', 'r50') and pm is not null")
+    rows = _rows(con, "select propensity_run_id, model, propensity_setting, metric, pm, ci_low, ci_high "
+                      "from fct_propensity where metric in ('fmr', 'nvr', 'r50') and pm is not null")
     if not rows:
         return False
-    settings = _order(r["propensity_setting"] for r in rows)
+    key = _group_runs(rows, "propensity_setting", "propensity_run_id")
+    settings = _order(r[key] for r in rows)
     metrics = ["fmr", "nvr", "r50"]
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(metrics)
     for j, m in enumerate(metrics):
-        got = {r["propensity_setting"]: r for r in rows if r["metric"] == m}
+        got = {r[key]: r for r in rows if r["metric"] == m}
         v, err = _errbars([got.get(s, {}).get("pm") for s in settings],
                           [got.get(s, {}).get("ci_low") for s in settings],
                           [got.get(s, {}).get("ci_high") for s in settings])
@@ -78,7 +98,7 @@ def propensity(con, path: Path) -> bool:
         ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=m.upper())
     ax.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="neutral (0.5)")
     ax.set_ylim(0, 1)
-    ax.set_xticks(np.arange(len(settings)), settings)
+    ax.set_xticks(np.arange(len(settings)), settings, rotation=20, ha="right")
     ax.set_ylabel("PM = f_p / (f_p + f_c)")
     ax.set_title("Memorization propensity vs the prefix attack")
     ax.legend(fontsize=8)
@@ -89,14 +109,15 @@ def propensity(con, path: Path) -> bool:
 
 
 def longest_spans(con, path: Path) -> bool:
-    rows = _rows(con, "select setting, longest_span from int_generation_facts where is_traced")
+    rows = _rows(con, "select run_id, setting, longest_span from int_generation_facts where is_traced")
     if not rows:
         return False
-    settings = _order(r["setting"] for r in rows)
-    data = [[r["longest_span"] or 0 for r in rows if r["setting"] == s] for s in settings]
+    key = _group_runs(rows, "setting", "run_id")
+    settings = _order(r[key] for r in rows)
+    data = [[r["longest_span"] or 0 for r in rows if r[key] == s] for s in settings]
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.boxplot(data, showfliers=True)
-    ax.set_xticks(range(1, len(settings) + 1), settings)
+    ax.set_xticks(range(1, len(settings) + 1), settings, rotation=20, ha="right")
     ax.axhline(20, color="tab:orange", linestyle=":", linewidth=1, label="20 tokens (R20)")
     ax.axhline(50, color="tab:red", linestyle=":", linewidth=1, label="50 tokens (R50)")
     ax.set_ylim(0, max(55, max((max(d) for d in data if d), default=0) * 1.05))
