@@ -39,6 +39,19 @@ def run_cli(*args: str, home: Path | None = None, check: bool = False) -> subpro
     return proc
 
 
+def byte_level_bpe(texts, vocab_size: int):
+    """A GPT-2-style byte-level BPE trained on `texts` (tokenizers.Tokenizer), with <|endoftext|> as id 0."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"], show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    return tok
+
+
 @pytest.fixture(scope="session")
 def mini_stack(tmp_path_factory):
     """A small real stack for pipeline tests: stdlib text corpus with domains, a BPE tokenizer saved as a
@@ -48,7 +61,6 @@ def mini_stack(tmp_path_factory):
     import os as _os
 
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     from ingest.index import build_index
@@ -62,12 +74,7 @@ def mini_stack(tmp_path_factory):
     with open(root / "corpus" / "docs.jsonl", "w") as fh:
         for d in docs:
             fh.write(json.dumps(d) + "\n")
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"], show_progress=False)
-    tok.train_from_iterator([d["text"] for d in docs], trainer)
+    tok = byte_level_bpe([d["text"] for d in docs], 600)
     model_dir = root / "model"
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
                                    pad_token="<|endoftext|>")

@@ -39,14 +39,9 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bpe(corpus, tmp_path_factory):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from conftest import byte_level_bpe
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"], show_progress=False)
-    tok.train_from_iterator(corpus[1], trainer)
+    tok = byte_level_bpe(corpus[1], 600)
     path = tmp_path_factory.mktemp("fast-tok") / "tokenizer.json"
     tok.save(str(path))
     return path
