@@ -80,15 +80,10 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bpe_path(corpus, tmp_path_factory):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from conftest import byte_level_bpe
 
     _, by_id = corpus
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"], show_progress=False)
-    tok.train_from_iterator([r["text"] for r in by_id.values()], trainer)
+    tok = byte_level_bpe([r["text"] for r in by_id.values()], 1000)
     path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
     tok.save(str(path))
     return path
