@@ -50,6 +50,21 @@ def _errbars(vals, lo, hi):
     return v, np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)])
 
 
+def _bars(ax, got: dict, groups: list, value: str, offset: float, width: float, label: str) -> None:
+    """One series of bars at `groups` (+ offset) with bootstrap intervals; `got` maps a group to its row."""
+    v, err = _errbars([got.get(g, {}).get(value) for g in groups], [got.get(g, {}).get("ci_low") for g in groups],
+                      [got.get(g, {}).get("ci_high") for g in groups])
+    ax.bar(np.arange(len(groups)) + offset, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3,
+           label=label)
+
+
+def _save(fig, path: Path) -> bool:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def metric_bars(con, path: Path) -> bool:
     rows = _rows(con, "select run_id, model, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
                       "where metric in ('fmr', 'als', 'nvr', 'r50')")
@@ -63,20 +78,13 @@ def metric_bars(con, path: Path) -> bool:
     for ax, (metric, title) in zip(axes, HEADLINE):
         for j, m in enumerate(models):
             got = {r[key]: r for r in rows if r["metric"] == metric and r["model"] == m}
-            vals = [got.get(s, {}).get("value") for s in settings]
-            v, err = _errbars(vals, [got.get(s, {}).get("ci_low") for s in settings],
-                              [got.get(s, {}).get("ci_high") for s in settings])
-            x = np.arange(len(settings)) + (j - (len(models) - 1) / 2) * width
             name = Path(m).parent.name if Path(m).name == "model" else Path(m).name  # sandbox: <size>-seed<n>/model
-            ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=name)
+            _bars(ax, got, settings, "value", (j - (len(models) - 1) / 2) * width, width, name)
         ax.set_xticks(np.arange(len(settings)), settings, rotation=30, ha="right")
         ax.set_title(title, fontsize=10)
     axes[0].legend(fontsize=8)
     fig.suptitle("Memorization metrics per setting (95% bootstrap intervals)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def propensity(con, path: Path) -> bool:
@@ -90,22 +98,14 @@ def propensity(con, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(metrics)
     for j, m in enumerate(metrics):
-        got = {r[key]: r for r in rows if r["metric"] == m}
-        v, err = _errbars([got.get(s, {}).get("pm") for s in settings],
-                          [got.get(s, {}).get("ci_low") for s in settings],
-                          [got.get(s, {}).get("ci_high") for s in settings])
-        x = np.arange(len(settings)) + (j - 1) * width
-        ax.bar(x, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3, label=m.upper())
+        _bars(ax, {r[key]: r for r in rows if r["metric"] == m}, settings, "pm", (j - 1) * width, width, m.upper())
     ax.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="neutral (0.5)")
     ax.set_ylim(0, 1)
     ax.set_xticks(np.arange(len(settings)), settings, rotation=20, ha="right")
     ax.set_ylabel("PM = f_p / (f_p + f_c)")
     ax.set_title("Memorization propensity vs the prefix attack")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def longest_spans(con, path: Path) -> bool:
@@ -124,10 +124,7 @@ def longest_spans(con, path: Path) -> bool:
     ax.legend(fontsize=8, loc="upper right")
     ax.set_ylabel("longest matching span (tokens)")
     ax.set_title("Longest span per generation")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def duplication(con, path: Path) -> bool:
@@ -146,10 +143,7 @@ def duplication(con, path: Path) -> bool:
     ax.set_ylabel("share of long (>= 50-token) spans")
     ax.set_title("How often do reproduced long spans occur in the training corpus?")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def mixture(con, path: Path) -> bool:
@@ -173,10 +167,7 @@ def mixture(con, path: Path) -> bool:
     ax.set_ylabel("share of training data")
     ax.set_title("Estimated vs documented training mixture (overlap accuracy)")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 FIGURES = {
