@@ -9,28 +9,10 @@ from typing import Annotated, Optional
 import typer
 
 from ingest.cli.context import console, state
+from ingest.sandbox.sizes import sandbox_size
 
 app = typer.Typer(help="The embedded offline sandbox: a real corpus, tokenizer, index and tiny model.",
                   no_args_is_help=True)
-
-
-def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | None = None, steps: int | None = None):
-    """The effective SandboxSize: a named size, optionally re-mixed (see `ingest.sandbox.sizes.mixture_size`),
-    with another canary count or step budget (a changed knob gets its own folder and corpus name)."""
-    from ingest.errors import UserError
-    from ingest.sandbox.sizes import get_size, mixture_size
-
-    if mixture:
-        out = mixture_size(size, mixture, 0 if canary_copies is None else canary_copies)
-    else:
-        out = get_size(size)
-        if canary_copies is not None and canary_copies != out.canary_copies:
-            out = out.replace(canary_copies=canary_copies, name=f"{out.name}-canary{canary_copies}")
-    if steps is not None and steps != out.steps:
-        if steps < 1:
-            raise UserError(f"--steps must be positive, got {steps}")
-        out = out.replace(steps=steps, name=f"{out.name}-{steps}steps")
-    return out
 
 
 def build_and_register(lake, home, size, seed: int = 0, progress: bool = True):

@@ -263,3 +263,23 @@ def get_size(size: "str | SandboxSize") -> SandboxSize:
         from ingest.errors import UserError
 
         raise UserError(f"unknown sandbox size {size!r}: choose one of {', '.join(SIZES)}") from None
+
+
+def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | None = None,
+                 steps: int | None = None) -> SandboxSize:
+    """The size that `lmaudit sandbox build` options describe: a named size, optionally re-mixed (see
+    :func:`mixture_size`), with another canary count or step budget. A changed knob changes the name, so the
+    variant gets its own folder and corpus name."""
+    from ingest.errors import UserError
+
+    if mixture:
+        out = mixture_size(size, mixture, 0 if canary_copies is None else canary_copies)
+    else:
+        out = get_size(size)
+        if canary_copies is not None and canary_copies != out.canary_copies:
+            out = out.replace(canary_copies=canary_copies, name=f"{out.name}-canary{canary_copies}")
+    if steps is not None and steps != out.steps:
+        if steps < 1:
+            raise UserError(f"--steps must be positive, got {steps}")
+        out = out.replace(steps=steps, name=f"{out.name}-{steps}steps")
+    return out
