@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -104,7 +103,6 @@ def main() -> None:
             print(f"{spec.run_id}: {a.n} samples of <= {max_new} tokens in {timings[f'generate+score {m} t{temp:g}']:.0f}s",
                   flush=True)
 
-    os.environ["DBT_INDIRECT_SELECTION"] = "cautious"
     t = time.perf_counter()
     res = build(home, select=["path:models/staging", "path:models/intermediate/mixture", "path:models/marts/mixture",
                               "mixtures_documented"], progress=False,

@@ -130,7 +130,6 @@ def main(argv: list[str] | None = None) -> None:
         score_runs(lake, [run], classifier=args.backend, progress=False)
         t_score += time.perf_counter() - t0
 
-    os.environ["DBT_INDIRECT_SELECTION"] = "cautious"
     t0 = time.perf_counter()
     res = build(home, select=["path:models/staging", "path:models/intermediate/mixture", "path:models/marts/mixture",
                               "mixtures_documented"], progress=False,
