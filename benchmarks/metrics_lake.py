@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ingest.lake import TABLES, Lake  # noqa: E402
+from ingest.lake import TABLES, Lake, text_hash  # noqa: E402
 
 PAIRS = [("comma", "common_pile"), ("dfm", "common_pile"), ("dfm", "dynaword"), ("olmo3", "dolma3")]
 SETTINGS = ["unconditional", "minimal_cue", "generic", "specific", "prefix"]
@@ -167,6 +167,11 @@ def write(home: Path, scale: float, seed: int = 0) -> dict:
                 "whole_count": pa.array(np.maximum(1, counts // 2)),
                 "trim_start": pa.array(np.zeros(long_idx.size, np.int32)),
                 "trim_end": pa.array(np.zeros(long_idx.size, np.int32))})))
+            # which texts the pass traced (their md5, as DuckDB computes it) and their index-token lengths
+            lake.write("traced_generations", run_id, complete("traced_generations", pa.table({
+                "traced_generation_id": ids("tg", g0, n), "trace_id": pa.array([f"trace_{c}"] * n),
+                "generation_id": gen_ids, "text_hash": pa.array([text_hash(t) for t in texts]),
+                "n_index_tokens": pa.array(n_tok)})))
             g0, s0, d0 = g0 + n, s0 + total, d0 + nd
             totals["generations"] += n
             totals["spans"] += total

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 TS = pa.timestamp("us", tz="UTC")
 SETTINGS = ("unconditional", "minimal_cue", "generic", "specific", "prefix")
+PURPOSES = ("propme", "mixture", "other")  # what a run is for: PropMe marts read only propme runs
 
 
 def _f(name: str, typ: pa.DataType, nullable: bool = True) -> pa.Field:
@@ -42,6 +43,7 @@ _SPECS = [
         _f("n_samples", pa.int32()), _f("seed_base", pa.int64()), _f("sampling_params", pa.string()),
         _f("source", pa.string()), _f("code_version", pa.string()),
         _f("started_at", TS), _f("finished_at", TS),
+        _f("purpose", pa.string()), _f("tokenizer", pa.string()),
     ]), "one generation run (a model, a setting, sampling parameters)"),
     TableSpec("prompts", "prompt_id", ("setting", "text"), pa.schema([
         _f("prompt_id", pa.string(), False), _f("setting", pa.string(), False), _f("language", pa.string()),
@@ -61,6 +63,11 @@ _SPECS = [
         _f("mode", pa.string(), False), _f("params", pa.string()), _f("code_version", pa.string()),
         _f("started_at", TS), _f("finished_at", TS),
     ]), "one tracing pass with all tracer parameters"),
+    TableSpec("traced_generations", "traced_generation_id", ("trace_id", "generation_id"), pa.schema([
+        _f("traced_generation_id", pa.string(), False), _f("trace_id", pa.string(), False),
+        _f("generation_id", pa.string(), False), _f("text_hash", pa.string(), False),
+        _f("n_index_tokens", pa.int32(), False),
+    ]), "a generation a tracing pass covered: the text it traced (hash) and its length in index tokens"),
     TableSpec("spans", "span_id", ("trace_id", "generation_id", "start_tok", "end_tok"), pa.schema([
         _f("span_id", pa.string(), False), _f("trace_id", pa.string(), False),
         _f("generation_id", pa.string(), False), _f("start_tok", pa.int32(), False),
@@ -92,7 +99,7 @@ _SPECS = [
     TableSpec("classifier_outputs", "output_id", ("classifier_id", "item_id"), pa.schema([
         _f("output_id", pa.string(), False), _f("classifier_id", pa.string(), False),
         _f("item_id", pa.string(), False), _f("item_kind", pa.string(), False), _f("fold", pa.int32()),
-        _f("probs", pa.list_(pa.float64())),
+        _f("probs", pa.list_(pa.float64())), _f("text_hash", pa.string()),
     ]), "a classifier's posterior for one item (probabilities in the classifier's domain order)"),
     TableSpec("mixtures_documented", "mixture_id", ("model", "domain"), pa.schema([
         _f("mixture_id", pa.string(), False), _f("model", pa.string(), False),

@@ -7,6 +7,7 @@ vectorized (Arrow batches) and take every threshold as an argument, so the thres
     propme_is_code_like(text, min_lines, min_line_share, max_letter_share)     -> boolean
     propme_is_loop(text, min_share, max_period, min_repeats)                   -> boolean
     propme_targeted_hit(text, true_continuation)                               -> boolean
+    propme_is_blank(text)                                                      -> boolean
 
 A NULL text gives NULL. The definitions live in `ingest.metrics.text` (one each).
 """
@@ -61,6 +62,10 @@ def udf_targeted_hit(text: pa.Array, true_continuation: pa.Array) -> pa.Array:
                     type=pa.bool_())
 
 
+def udf_is_blank(text: pa.Array) -> pa.Array:
+    return pa.array([T.is_blank(x) for x in text.to_pylist()], type=pa.bool_())
+
+
 def register(conn) -> None:
     """Register the functions on a DuckDB connection (also usable outside dbt, e.g. in notebooks)."""
     from duckdb.sqltypes import BOOLEAN, DOUBLE, INTEGER, VARCHAR
@@ -70,6 +75,7 @@ def register(conn) -> None:
         ("propme_is_code_like", udf_is_code_like, [VARCHAR, INTEGER, DOUBLE, DOUBLE]),
         ("propme_is_loop", udf_is_loop, [VARCHAR, DOUBLE, INTEGER, INTEGER]),
         ("propme_targeted_hit", udf_targeted_hit, [VARCHAR, VARCHAR]),
+        ("propme_is_blank", udf_is_blank, [VARCHAR]),
     ]
     for name, fn, params in specs:
         try:

@@ -23,6 +23,8 @@ Definitions (the spec's wording, made exact):
   take the UTF-8 bytes b (n bytes); a loop if for some period p in [1, min(max_period, n // min_repeats)]
   the number of positions i in [0, n - p) with b[i] == b[i + p] is >= `min_share` * (n - p), compared
   exactly (the share is read as a decimal fraction). SQL applies it only to spans of >= `loop_min_tokens`.
+- blank: empty or only Unicode whitespace (`str.strip()` leaves nothing). Neither degenerate nor code-like
+  catches it (it has no letter share), so a whitespace output that occurs in the corpus is a full match.
 - targeted extraction hit: whitespace-normalize both (runs of whitespace -> one space, stripped); the
   generation starts with the true continuation. An empty true continuation gives None.
 
@@ -221,6 +223,15 @@ def _loop_chunk(chunk: list[bytes], num: int, den: int, max_period: int, min_rep
         found |= (matches * den >= num * (sub_len - p)) & (p <= sub_per)
     hit[cand] = found
     return hit
+
+
+def is_blank(text: str | None) -> bool | None:
+    """Empty or only (Unicode) whitespace. Such an output is a real result of the model, but as a one-token
+    text it occurs everywhere in a corpus and counts as a full match under PropMe's FMR; the marts show FMR
+    without blank outputs beside it (`fmr_nonblank`) and their share (`blank_rate`)."""
+    if text is None:
+        return None
+    return not text.strip()
 
 
 def targeted_hit(text: str | None, true_continuation: str | None) -> bool | None:

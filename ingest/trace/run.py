@@ -1,7 +1,11 @@
 """Trace many generations into the lake: batches, worker processes, threads, resumable.
 
 Generations are sorted by id and cut into fixed batches; each batch becomes one partition of `spans`,
-`span_documents` and `span_counts` (written in that order; `span_counts` last marks the batch done).
+`span_documents`, `traced_generations` and `span_counts` (written in that order; `span_counts` last marks
+the batch done). A batch's partition name hashes its generations' ids AND texts: a run re-imported or
+regenerated with new text under the same ids gets new partitions (the old ones are removed), so a trace is
+never reused for a text it was not computed from. `traced_generations` records, per generation, the hash
+of the traced text and its length in index tokens; the marts join on that hash.
 Each worker process opens the index once; its threads share it (lookups release the GIL). Between
 batches a worker reopens the engine once it has served `reopen_every` generations, which returns the
 memory maps' page tables to the OS. Results depend only on the generation text and the parameters,
@@ -21,7 +25,7 @@ from datetime import datetime, timezone
 from ingest import __version__
 from ingest.errors import UserError
 from ingest.executors import Executor, WorkerSpec, get_executor
-from ingest.lake import Lake, make_key
+from ingest.lake import Lake, make_key, text_hash
 from ingest.trace.params import TraceParams
 
 
@@ -61,7 +65,7 @@ class TraceWorker:
         self.tracer = open_tracer(job, trace_id)
         self.served = 0
 
-    def __call__(self, batch: Sequence[tuple[str, str]]) -> tuple[list, list, list]:
+    def __call__(self, batch: Sequence[tuple[str, str]]) -> tuple[list, list, list, list]:
         if self.served >= self.job.reopen_every:  # between batches: no thread is using the engine
             self.tracer.engine.reopen()
             self.served = 0
@@ -71,12 +75,13 @@ class TraceWorker:
         else:
             outs = [self.tracer.trace(*g) for g in batch]
         self.served += len(batch)
-        spans, docs, counts = [], [], []
+        spans, docs, counts, traced = [], [], [], []
         for o in outs:
             spans += o.spans
             docs += o.documents
             counts += o.counts
-        return spans, docs, counts
+            traced.append(o.generation)
+        return spans, docs, counts, traced
 
 
 @dataclass(frozen=True)
@@ -113,10 +118,11 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
         "started_at": started, "finished_at": None}])
     batches = _plan(generations, batch_size)
     src = make_key(source)[:12]
-    names = [f"{trace_id[:16]}--{src}--{make_key(*[g[0] for g in b])[:16]}" for b in batches]
+    names = [f"{trace_id[:16]}--{src}--{make_key(*[f'{gid}:{text_hash(text)}' for gid, text in b])[:16]}"
+             for b in batches]
     # a changed input (e.g. a re-imported run) leaves partitions that no longer belong to the plan
     prefix = f"{trace_id[:16]}--{src}--"
-    for table in ("span_counts", "span_documents", "spans"):
+    for table in ("span_counts", "traced_generations", "span_documents", "spans"):
         for part in lake.partitions(table):
             if part.startswith(prefix) and part not in names:
                 lake.delete(table, part)
@@ -134,9 +140,10 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
 
         def record(name, result, size):
             nonlocal n_spans, n_docs, done_gens
-            spans, docs, counts = result
+            spans, docs, counts, traced = result
             lake.write("spans", name, spans)
             lake.write("span_documents", name, docs)
+            lake.write("traced_generations", name, traced)
             lake.write("span_counts", name, counts)
             n_spans += len(spans)
             n_docs += len(docs)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.lake import make_key
+from ingest.lake import make_key, text_hash
 from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
 from ingest.trace.normalize import normalize_document, normalize_words
 from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, nv_recall_words
@@ -36,6 +36,9 @@ class TraceOutput:
     spans: list[dict[str, Any]] = field(default_factory=list)
     documents: list[dict[str, Any]] = field(default_factory=list)
     counts: list[dict[str, Any]] = field(default_factory=list)
+    # the `traced_generations` row: which text was traced and its length in index tokens, the length every
+    # metric uses (FMR20/50, K), whatever the model's own tokenizer counted
+    generation: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -353,6 +356,10 @@ class Tracer:
         out = TraceOutput()
         ids = self.tok.encode(text)
         L = len(ids)
+        out.generation = {
+            "traced_generation_id": make_key(self.trace_id, generation_id), "trace_id": self.trace_id,
+            "generation_id": generation_id, "text_hash": text_hash(text), "n_index_tokens": L,
+        }
         if L == 0:
             return out
         p = self.p

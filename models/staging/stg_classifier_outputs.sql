@@ -14,7 +14,8 @@ final as (
         cast(item_id as varchar) as item_id,
         cast(item_kind as varchar) as item_kind,
         cast(fold as integer) as fold,
-        cast(probs as double[]) as probs
+        cast(probs as double[]) as probs,
+        cast(text_hash as varchar) as text_hash
     from source
 
 )

@@ -24,7 +24,10 @@ final as (
         cast(source as varchar) as source,
         cast(code_version as varchar) as code_version,
         cast(started_at as timestamptz) as started_at,
-        cast(finished_at as timestamptz) as finished_at
+        cast(finished_at as timestamptz) as finished_at,
+        -- runs written before `purpose` existed are PropMe runs (the only kind there was)
+        cast(coalesce(purpose, 'propme') as varchar) as purpose,
+        cast(tokenizer as varchar) as tokenizer
     from source
 
 )

@@ -119,6 +119,8 @@ GENS: dict[str, list[Gen]] = {
     "r3_unc": [
         Gen("m3_0", "words from m3", 20, None, [Span(0, 6, [("partial", 0.3)])]),
         Gen("m3_1", "other words", 20, None),
+        # a whitespace-only output that occurs in the corpus: a full match for FMR, not for fmr_nonblank
+        Gen("m3_2", " \n ", 1, None, [full(1, ("exact_full_raw", 1.0), text=" \n ")]),
     ],
     "r4_unc": [Gen("m4_0", "nothing here", 20, None, trace="t2"), Gen("m4_1", "nor here", 20, None, trace="t2")],
     "r5_gen": [Gen("m5_0", "untraced one", 20, "g1", trace=None), Gen("m5_1", "untraced two", 20, "g2", trace=None)],
@@ -133,11 +135,17 @@ def write_lake(home: Path) -> None:
                                 for p, (s, t) in PROMPTS.items()])
     lake.write("trace_runs", "t", [{"trace_id": "t1", "corpus_id": "c1", "mode": "mixed"},
                                    {"trace_id": "t2", "corpus_id": "c2", "mode": "mixed"}])
-    gens, spans, docs, counts = [], [], [], []
+    gens, spans, docs, counts, traced = [], [], [], [], []
     for run_id, items in GENS.items():
         for i, g in enumerate(items):
+            # the model's own token count (n_tokens) is deliberately wrong: every length the metrics use comes
+            # from the tracer's index tokenization (traced_generations.n_index_tokens)
             gens.append({"generation_id": g.gid, "run_id": run_id, "prompt_id": g.prompt, "sample_idx": i,
-                         "text": g.text, "n_tokens": g.n_tokens})
+                         "text": g.text, "n_tokens": 1})
+            if g.trace is not None:
+                traced.append({"traced_generation_id": f"{g.trace}:{g.gid}", "trace_id": g.trace,
+                               "generation_id": g.gid, "text_hash": hashlib.md5(g.text.encode()).hexdigest(),
+                               "n_index_tokens": g.n_tokens})
             for s in g.spans:
                 sid = f"{g.gid}:{s.start}-{s.end}"
                 spans.append({"span_id": sid, "trace_id": g.trace, "generation_id": g.gid, "start_tok": s.start,
@@ -152,6 +160,7 @@ def write_lake(home: Path) -> None:
     lake.write("spans", "s", spans)
     lake.write("span_documents", "d", docs)
     lake.write("span_counts", "k", counts)
+    lake.write("traced_generations", "tg", traced)
 
 
 # --------------------------------------------------------------------------- independent metric oracle
@@ -226,6 +235,9 @@ def unit_table(run_id: str, mid=20, long=50) -> tuple[list[str], dict[str, np.nd
         add("te", te_hits, len(te_sel))
         add("degenerate_rate", len(gs) - len(ok), len(gs))
         add("code_like_rate", len(ok) - len(nl), len(ok))
+        nonblank = [g for g in ok if g.text.strip()]
+        add("fmr_nonblank", sum(f[g.gid]["fm_raw"] for g in nonblank), len(nonblank))
+        add("blank_rate", sum(not g.text.strip() for g in gs), len(gs))
         if not prompt_free:
             fm20 = sum(f[g.gid]["fm_raw"] and g.n_tokens >= mid for g in ok)
             r50 = sum(f[g.gid]["longest_nl"] >= long for g in ok)
@@ -310,6 +322,8 @@ def test_headline_metrics_match_hand_computed_values(built: Path) -> None:
         ("r_unc", "fmr"): 1 / 4, ("r_unc", "als"): (70 + 4 + 55 + 60) / 4, ("r_unc", "nvr"): 2.9 / 5,
         ("r_unc", "nvr50"): 2.3 / 5, ("r_unc", "r20"): 2 / 4, ("r_unc", "r50"): 2 / 4,
         ("r_unc", "r50_once"): 1 / 4, ("r_unc", "r50_lt10"): 1 / 4,
+        # one of three m3 outputs is whitespace that occurs in the corpus: FMR 1/3, without blanks 0/2
+        ("r3_unc", "fmr"): 1 / 3, ("r3_unc", "fmr_nonblank"): 0.0, ("r3_unc", "blank_rate"): 1 / 3,
     }
     for key, value in expected.items():
         assert close(got[key], value), (key, got[key], value)
@@ -352,7 +366,7 @@ def test_null_rows_say_why(built: Path) -> None:
     assert close(got[("r4_unc", "fmr")]["ci_high"], 1.0)  # 3 / n_units capped at 1 (n_units = 2)
     assert got[("r4_unc", "nvr")]["value"] is None and got[("r4_unc", "nvr")]["null_reason"] == "no retrieved documents"
     # untraced: trace metrics NULL, text-only metrics computed
-    assert got[("r5_gen", "fmr")]["null_reason"].startswith("run not traced")
+    assert got[("r5_gen", "fmr")]["null_reason"] == "not traced: run lmaudit trace --run r5_gen"
     untraced_text_metric = got[("r5_gen", "degenerate_rate")]
     assert untraced_text_metric["value"] == 0 and untraced_text_metric["null_reason"] is None
     assert got[("r_unc", "r50_any10")]["null_reason"].startswith("prompt-free setting")

@@ -1,5 +1,7 @@
 -- One row per (generation, tracing pass): the per-generation facts behind every PropMe metric.
--- Untraced runs keep their generations with trace_id NULL and NULL span facts.
+-- Untraced runs keep their generations with trace_id NULL and NULL span facts. A generation counts as traced
+-- by a pass only when `traced_generations` holds it with the hash of its current text; its length
+-- (n_tokens) is then the traced text's length in index tokens, never the model's own token count.
 with
 
 params as (
@@ -35,6 +37,12 @@ span_documents as (
 span_counts as (
 
     select * from {{ ref('stg_span_counts') }}
+
+),
+
+traced as (
+
+    select * from {{ ref('stg_traced_generations') }}
 
 ),
 
@@ -138,9 +146,15 @@ traced_generations as (
         generations.generation_id,
         generations.prompt_id,
         generations.sample_idx,
-        generations.n_tokens
+        traced.n_index_tokens,
+        traced.generation_id is not null as is_traced
     from run_traces
     inner join generations on run_traces.run_id = generations.run_id
+    left join traced
+        on
+            run_traces.trace_id = traced.trace_id
+            and generations.generation_id = traced.generation_id
+            and md5(generations.text) = traced.text_hash
 
 ),
 
@@ -159,44 +173,45 @@ final as (
                 then coalesce(traced_generations.prompt_id, traced_generations.generation_id)
             else traced_generations.generation_id
         end as unit_id,
-        traced_generations.trace_id is not null as is_traced,
-        coalesce(traced_generations.n_tokens, generation_spans.full_span_length) as n_tokens,
+        traced_generations.is_traced,
+        traced_generations.n_index_tokens as n_tokens,
+        text_checks.is_blank,
         text_checks.is_degenerate,
         text_checks.is_code_like,
         text_checks.has_true_continuation,
         text_checks.targeted_hit,
-        case when traced_generations.trace_id is not null then coalesce(generation_spans.n_spans, 0) end
+        case when traced_generations.is_traced then coalesce(generation_spans.n_spans, 0) end
             as n_spans,
-        case when traced_generations.trace_id is not null then coalesce(generation_spans.longest_span, 0) end
+        case when traced_generations.is_traced then coalesce(generation_spans.longest_span, 0) end
             as longest_span,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.longest_nonloop_span, 0)
+            when traced_generations.is_traced then coalesce(generation_spans.longest_nonloop_span, 0)
         end as longest_nonloop_span,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.n_loop_spans, 0)
+            when traced_generations.is_traced then coalesce(generation_spans.n_loop_spans, 0)
         end as n_loop_spans,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.n_long_spans, 0)
+            when traced_generations.is_traced then coalesce(generation_spans.n_long_spans, 0)
         end as n_long_spans,
         case
-            when traced_generations.trace_id is not null
+            when traced_generations.is_traced
                 then coalesce(generation_spans.n_long_spans, 0) > 0 and generation_spans.n_long_nonloop_spans = 0
         end as long_spans_all_loops,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.full_match_raw, false)
+            when traced_generations.is_traced then coalesce(generation_spans.full_match_raw, false)
         end as full_match_raw,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.full_match_normalized, false)
+            when traced_generations.is_traced then coalesce(generation_spans.full_match_normalized, false)
         end as full_match_normalized,
-        case when traced_generations.trace_id is not null then coalesce(generation_spans.n_docs, 0) end as n_docs,
-        case when traced_generations.trace_id is not null then coalesce(generation_spans.n_nv_docs, 0) end
+        case when traced_generations.is_traced then coalesce(generation_spans.n_docs, 0) end as n_docs,
+        case when traced_generations.is_traced then coalesce(generation_spans.n_nv_docs, 0) end
             as n_nv_docs,
-        case when traced_generations.trace_id is not null then coalesce(generation_spans.nv_sum, 0) end as nv_sum,
+        case when traced_generations.is_traced then coalesce(generation_spans.nv_sum, 0) end as nv_sum,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.n_nv_docs_long, 0)
+            when traced_generations.is_traced then coalesce(generation_spans.n_nv_docs_long, 0)
         end as n_nv_docs_long,
         case
-            when traced_generations.trace_id is not null then coalesce(generation_spans.nv_sum_long, 0)
+            when traced_generations.is_traced then coalesce(generation_spans.nv_sum_long, 0)
         end as nv_sum_long,
         longest_long_span.span_id as longest_long_span_id,
         longest_long_span.length as longest_long_span_length,
@@ -217,10 +232,12 @@ final as (
         on
             traced_generations.generation_id = generation_spans.generation_id
             and traced_generations.trace_id = generation_spans.trace_id
+            and traced_generations.is_traced
     left join longest_long_span
         on
             traced_generations.generation_id = longest_long_span.generation_id
             and traced_generations.trace_id = longest_long_span.trace_id
+            and traced_generations.is_traced
     left join span_counts on longest_long_span.span_id = span_counts.span_id
 
 )

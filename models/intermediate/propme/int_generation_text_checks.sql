@@ -1,5 +1,6 @@
 -- One row per generation: the text checks of ingest/metrics/text.py (DuckDB functions, one definition each),
--- which need only the generation and its prompt (no tracing pass): degenerate, code-like, targeted extraction.
+-- which need only the generation and its prompt (no tracing pass): blank, degenerate, code-like, targeted
+-- extraction.
 with
 
 params as (
@@ -25,6 +26,7 @@ final as (
     select
         generations.generation_id,
         prompts.true_continuation is not null as has_true_continuation,
+        propme_is_blank(generations.text) as is_blank,
         propme_is_degenerate(
             generations.text, params.degenerate_max_compression, params.degenerate_max_letter_share
         ) as is_degenerate,

@@ -118,6 +118,14 @@ definitions as (
         (
             'code_like_rate', 'code_like', 'all', 'proportion', false, false, false,
             'share of non-degenerate generations that are code-like'
+        ),
+        (
+            'fmr_nonblank', 'fmr', 'nonblank', 'proportion', true, false, false,
+            'FMR without empty or whitespace-only generations (which occur everywhere and count as full matches)'
+        ),
+        (
+            'blank_rate', 'blank', 'all', 'proportion', false, false, false,
+            'share of generations that are empty or whitespace-only (all generations in the denominator)'
         )
     ) as v (
         metric, base_metric, variant, metric_kind, needs_trace, needs_prompts, needs_true_continuation,
@@ -142,6 +150,7 @@ final as (
             when metric in ('fmr20_any10_mean', 'r50_any10_mean') then 'no prompt with a hit'
             when needs_true_continuation then 'no prompt with a true continuation (not a prefix setting)'
             when variant = 'natural_language' then 'every generation is degenerate or code-like'
+            when variant = 'nonblank' then 'every generation is degenerate, empty or whitespace-only'
             else 'every generation is degenerate'
         end as empty_denominator_reason
     from definitions

@@ -1,7 +1,8 @@
 -- One row per (run, tracing pass, resampling unit, metric): the unit's numerator and denominator.
 -- A metric's value is sum(num) / sum(den) over units; the bootstrap resamples units (a prompt with all its
 -- samples, or a generation in prompt-free settings). Degenerate generations are left out of numerators and
--- denominators, but their unit stays (it is resampled, and paired with other runs).
+-- denominators, but their unit stays (it is resampled, and paired with other runs). Blank (empty or
+-- whitespace-only) generations stay in every metric as PropMe defines them; fmr_nonblank leaves them out.
 with
 
 params as (
@@ -24,6 +25,8 @@ flags as (
         facts.unit_id,
         facts.unit_kind,
         not facts.is_degenerate as ok,
+        not facts.is_degenerate and not coalesce(facts.is_blank, false) as ok_nonblank,
+        coalesce(facts.is_blank, false) as is_blank,
         not facts.is_degenerate and not facts.is_code_like as ok_nl,
         facts.is_degenerate,
         facts.is_code_like,
@@ -58,6 +61,9 @@ per_unit as (
         count(*) filter (where ok_nl) as n_ok_nl,
         count(*) filter (where ok and has_true_continuation) as n_te,
         count(*) filter (where is_degenerate) as n_degenerate,
+        count(*) filter (where is_blank) as n_blank,
+        count(*) filter (where ok_nonblank) as n_ok_nonblank,
+        count(*) filter (where ok_nonblank and fm_raw) as fmr_nonblank_hits,
         count(*) filter (where ok and is_code_like) as n_code_like,
         count(*) filter (where ok and fm_raw) as fmr_hits,
         count(*) filter (where ok and fm_norm) as fmr_normalized_hits,
@@ -159,6 +165,13 @@ metric_lists as (
             {
                 'metric': 'code_like_rate', 'num': n_code_like, 'den': n_ok, 'n_eligible': n_ok,
                 'prompt_level': false
+            },
+            {
+                'metric': 'fmr_nonblank', 'num': fmr_nonblank_hits, 'den': n_ok_nonblank, 'n_eligible': n_ok_nonblank,
+                'prompt_level': false
+            },
+            {
+                'metric': 'blank_rate', 'num': n_blank, 'den': n_gen, 'n_eligible': n_gen, 'prompt_level': false
             }
         ] as metric_rows
     from per_unit

@@ -110,6 +110,8 @@ final as (
         coalesce(matches.pairing, 'default') as pairing,
         case
             when matches.capability_run_id is not null then null
+            when propensity.trace_id is null and propensity.n_generations = 0 then 'f_p: empty run: no generations'
+            when propensity.trace_id is null then 'f_p: not traced: run lmaudit trace --run ' || propensity.run_id
             when matches.pairing = 'override'
                 then 'capability run named in propme_capability_pairs not found for this tracing pass'
             when capability_models.model is not null

@@ -1,13 +1,9 @@
--- One row per (run, tracing pass) that the PropMe metrics are computed for; trace_id is NULL for a run
--- that no pass covers. A pass covers a run when it produced spans for one of the run's generations, or when
--- its corpus is the run's corpus (a traced generation without spans leaves no other mark in the lake).
+-- One row per (propme run, tracing pass) that the PropMe metrics are computed for; trace_id is NULL for a
+-- run that no pass covers. A pass covers a run when `traced_generations` holds one of the run's generations
+-- with the hash of its current text: a trace computed from an older text of the same generation id (a
+-- re-imported or regenerated run) covers nothing. Runs whose purpose is not propme (e.g. the neutral run of
+-- a mixture estimate) are left out of every PropMe mart.
 with
-
-params as (
-
-    select * from {{ ref('int_propme_params') }}
-
-),
 
 runs as (
 
@@ -21,15 +17,29 @@ generations as (
 
 ),
 
-spans as (
+traced as (
 
-    select * from {{ ref('stg_spans') }}
+    select * from {{ ref('stg_traced_generations') }}
 
 ),
 
 trace_runs as (
 
     select * from {{ ref('stg_trace_runs') }}
+
+),
+
+params as (
+
+    select * from {{ ref('int_propme_params') }}
+
+),
+
+propme_runs as (
+
+    select *
+    from runs
+    where purpose = 'propme'
 
 ),
 
@@ -43,67 +53,59 @@ run_sizes as (
 
 ),
 
-span_traces as (
+coverage as (
 
-    select distinct
+    select
         generations.run_id,
-        spans.trace_id
-    from spans
-    inner join generations on spans.generation_id = generations.generation_id
+        traced.trace_id,
+        count(*) filter (where traced.text_hash = md5(generations.text)) as n_traced_generations,
+        count(*) filter (where traced.text_hash != md5(generations.text)) as n_stale_generations
+    from traced
+    inner join generations on traced.generation_id = generations.generation_id
+    group by generations.run_id, traced.trace_id
 
 ),
 
-corpus_traces as (
+stale as (
 
     select
-        runs.run_id,
-        trace_runs.trace_id
-    from runs
-    inner join trace_runs on runs.corpus_id = trace_runs.corpus_id
-
-),
-
-matched as (
-
-    select
-        coalesce(span_traces.run_id, corpus_traces.run_id) as run_id,
-        coalesce(span_traces.trace_id, corpus_traces.trace_id) as trace_id,
-        case
-            when span_traces.trace_id is not null and corpus_traces.trace_id is not null then 'spans_and_corpus'
-            when span_traces.trace_id is not null then 'spans'
-            else 'corpus'
-        end as trace_matched_by
-    from span_traces
-    full outer join corpus_traces
-        on
-            span_traces.run_id = corpus_traces.run_id
-            and span_traces.trace_id = corpus_traces.trace_id
+        run_id,
+        max(n_stale_generations) as n_stale_generations
+    from coverage
+    group by run_id
 
 ),
 
 final as (
 
     select
-        runs.run_id,
-        matched.trace_id,
-        runs.model,
-        runs.revision,
-        runs.corpus_id,
-        runs.setting,
-        matched.trace_matched_by,
+        propme_runs.run_id,
+        coverage.trace_id,
+        propme_runs.model,
+        propme_runs.revision,
+        propme_runs.corpus_id,
+        propme_runs.setting,
         trace_runs.corpus_id as trace_corpus_id,
         trace_runs.mode as trace_mode,
         trace_runs.index_dir as trace_index_dir,
         coalesce(run_sizes.n_generations, 0) as n_generations,
-        case when runs.setting = params.capability_setting then 'capability' else 'propensity' end as setting_kind,
+        coalesce(coverage.n_traced_generations, 0) as n_traced_generations,
+        coalesce(stale.n_stale_generations, 0) as n_stale_generations,
         case
-            when list_contains(params.prompt_free_settings, runs.setting) then 'generation' else 'prompt'
+            when propme_runs.setting = params.capability_setting then 'capability' else 'propensity'
+        end as setting_kind,
+        case
+            when list_contains(params.prompt_free_settings, propme_runs.setting) then 'generation' else 'prompt'
         end as unit_kind
-    from runs
+    from propme_runs
     cross join params
-    left join matched on runs.run_id = matched.run_id
-    left join trace_runs on matched.trace_id = trace_runs.trace_id
-    left join run_sizes on runs.run_id = run_sizes.run_id
+    left join coverage
+        on
+            propme_runs.run_id = coverage.run_id
+            and coverage.n_traced_generations > 0
+    left join trace_runs on coverage.trace_id = trace_runs.trace_id
+    left join run_sizes on propme_runs.run_id = run_sizes.run_id
+    left join stale on propme_runs.run_id = stale.run_id
 
 )
 

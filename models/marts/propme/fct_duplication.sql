@@ -68,7 +68,7 @@ final as (
         counted.n_long / nullif(counted.n_generations, 0) as r50,
         case
             when run_traces.n_generations = 0 then 'empty run: no generations'
-            when run_traces.trace_id is null then 'run not traced: no spans and no tracing pass of its corpus'
+            when run_traces.trace_id is null then 'not traced: run lmaudit trace --run ' || run_traces.run_id
             when counted.n_generations = 0 then 'every generation is degenerate'
             when counted.n_long = 0 then 'no generation with a non-loop span of >= long_span_tokens tokens'
         end as null_reason,

@@ -41,6 +41,8 @@ grid as (
         run_traces.trace_mode,
         run_traces.trace_corpus_id,
         run_traces.n_generations as n_run_generations,
+        run_traces.n_traced_generations,
+        run_traces.n_stale_generations,
         definitions.metric,
         definitions.base_metric,
         definitions.variant,
@@ -69,8 +71,13 @@ joined as (
         bootstrap.n_skipped_resamples,
         case
             when grid.n_run_generations = 0 then 'empty run: no generations'
+            when grid.needs_trace and grid.trace_id is null and grid.n_stale_generations > 0
+                then 'not traced: its texts changed since they were traced; re-run lmaudit trace --run ' || grid.run_id
             when grid.needs_trace and grid.trace_id is null
-                then 'run not traced: no spans and no tracing pass of its corpus'
+                then 'not traced: run lmaudit trace --run ' || grid.run_id
+            when grid.needs_trace and grid.n_traced_generations < grid.n_run_generations
+                then 'partly traced: ' || grid.n_traced_generations || ' of ' || grid.n_run_generations
+                || ' generations traced from their current text; re-run lmaudit trace --run ' || grid.run_id
             when grid.needs_prompts and grid.unit_kind = 'generation'
                 then 'prompt-free setting: the units are generations, not prompts with samples'
             when bootstrap.metric is null then 'no resampling units'
