@@ -4,7 +4,9 @@ The final model of the classifier (trained on all reference documents) scores ev
 of the run; the posteriors get the classifier's calibration and go into `classifier_outputs` (item_kind
 "generation", fold NULL), one partition per (classifier, run), so scoring a run again replaces its rows.
 Empty generations are skipped and counted: their posterior would be the classifier's prior, which pulls
-the observed mean toward the reference mixture.
+the observed mean toward the reference mixture. Each posterior carries the hash of the text it was computed
+from; the marts use it only while the generation still has that text (a regenerated or re-imported run
+must be scored again, and until then its stale posteriors are left out, never mixed with new ones).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pyarrow.dataset as ds
 from ingest.classify.backends import Backend, load_backend, softmax
 from ingest.classify.train import META_FILE, calibrator_from_json, classifier_dir
 from ingest.errors import UserError
-from ingest.lake import Lake, make_key, partition_name, spec
+from ingest.lake import Lake, make_key, partition_name, spec, text_hash
 from ingest.mixture.calibration import Calibrator
 
 
@@ -131,7 +133,8 @@ def score_runs(lake: Lake, run_ids: list[str], classifier: str | None = None,
             if not np.all(np.isfinite(p)):
                 raise UserError(f"run {run_id!r}: the classifier gave NaN posteriors; retrain the classifier")
             rows = [{"output_id": make_key(clf.classifier_id, ids[i]), "classifier_id": clf.classifier_id,
-                     "item_id": ids[i], "item_kind": "generation", "fold": None, "probs": row.tolist()}
+                     "item_id": ids[i], "item_kind": "generation", "fold": None, "probs": row.tolist(),
+                     "text_hash": text_hash(texts[i])}
                     for i, row in zip(keep, p)]
             lake.write("classifier_outputs", partition_name("gen", clf.classifier_id, run_id), rows,
                        meta={"run_id": run_id, "classifier": clf.name, "n_empty": len(texts) - len(keep)})

@@ -26,7 +26,7 @@ import pytest
 from ingest.build import build
 from ingest.classify.marts import CONFUSION_SCHEMA, ESTIMATES_SCHEMA, confusion_table, estimates_table
 from ingest.home import db_path
-from ingest.lake import Lake, make_key
+from ingest.lake import Lake, make_key, text_hash
 from ingest.mixture import MixtureInputs, estimate, metrics
 
 pytestmark = pytest.mark.slow
@@ -89,8 +89,8 @@ def write_lake(home: Path) -> None:
                   "item_id": r["ref_doc_id"], "item_kind": "reference", "fold": r["fold"], "probs": pad(r["probs"])}
                  for r in refs]
         rows += [{"output_id": make_key(c["classifier_id"], g["generation_id"]), "classifier_id": c["classifier_id"],
-                  "item_id": g["generation_id"], "item_kind": "generation", "fold": None, "probs": pad(g["probs"])}
-                 for g in gens]
+                  "item_id": g["generation_id"], "item_kind": "generation", "fold": None, "probs": pad(g["probs"]),
+                  "text_hash": text_hash(g["text"])} for g in gens]
     lake.write("classifier_outputs", "hand", rows)
 
 
