@@ -86,7 +86,8 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     # neutral sampling for the mixture estimate: temperature 1.0, top-p 1.0 (at 0.7 the model over-produces
     # its most likely kind of document; BENCHMARKS.md, mixture sandbox). Setting `unconditional`, its own run.
     neutral = RunSpec(f"sandbox-{size}-neutral", str(paths.model_dir), "unconditional", "hf", corpus_id_for(corpus),
-                      SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=plan.max_new_tokens))
+                      SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=plan.max_new_tokens),
+                      purpose="mixture")  # not a PropMe run: the PropMe marts leave it out
     run_generation(lake, be, neutral, prompt_units(lake, corpus, "unconditional", be, 1, plan.n_unconditional),
                    progress=progress)
     run_ids.append(neutral.run_id)

@@ -26,6 +26,8 @@ def generate(
     batch_size: Annotated[int, typer.Option(help="Samples per forward pass (hf).")] = 32,
     threads: Annotated[int, typer.Option(help="torch threads (hf); 1 is fastest for small models on a busy machine.")] = 1,
     run_prefix: Annotated[str | None, typer.Option(help="Run ids are PREFIX-SETTING (default: model folder name).")] = None,
+    purpose: Annotated[str, typer.Option(help="propme (the PropMe marts use the run), mixture (a neutral run for "
+                                              "the mixture estimate, left out of PropMe marts) or other.")] = "propme",
     executor: Annotated[str, typer.Option(help="local (this machine) or ray (a Ray cluster).")] = "local",
     workers: Annotated[int, typer.Option(help="Workers (processes or Ray actors), each loading the model.")] = 1,
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
@@ -63,7 +65,8 @@ def generate(
     prefix = run_prefix or Path(model).name
     for s in wanted:
         units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
-        spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base)
+        spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base,
+                       purpose=purpose)
         r = run_generation(lake, be, spec, units, executor=ex, backend_kwargs=kwargs)
         rate = r.tokens / r.seconds if r.seconds > 0 else 0
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "

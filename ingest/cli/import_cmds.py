@@ -20,12 +20,14 @@ def generations(
     model: Annotated[str, typer.Option(help="Model name or path that produced the generations.")],
     setting: Annotated[str, typer.Option(help="unconditional, minimal_cue, generic, specific or prefix.")],
     corpus: Annotated[str | None, typer.Option(help="Name of the registered training corpus (see `lmaudit index`).")] = None,
-    allow_empty: Annotated[bool, typer.Option(help="Keep generations whose text is empty.")] = False,
+    purpose: Annotated[str, typer.Option(help="propme (the PropMe marts use the run), mixture (a neutral run for "
+                                              "the mixture estimate) or other.")] = "propme",
 ) -> None:
     """Import generations made elsewhere (e.g. vLLM outputs); nothing is written if any row is invalid."""
     from ingest.importers.generations import import_generations
 
     s = import_generations(state(ctx).lake, file, run_id=run_id, model=model, setting=setting,
-                           corpus=corpus, allow_empty=allow_empty)
+                           corpus=corpus, purpose=purpose)
     verb = "replaced" if s.replaced else "imported"
-    console.print(f"{verb} run {s.run_id}: {s.n_generations} generations, {s.n_new_prompts} new prompts")
+    blank = f" ({s.n_blank} empty or whitespace-only, kept)" if s.n_blank else ""
+    console.print(f"{verb} run {s.run_id}: {s.n_generations} generations{blank}, {s.n_new_prompts} new prompts")

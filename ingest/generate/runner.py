@@ -38,6 +38,14 @@ class RunSpec:
     sampling: SamplingConfig
     seed_base: int = 42
     chunk_size: int = 256
+    purpose: str = "propme"  # propme / mixture / other: PropMe marts read only propme runs
+    tokenizer: str | None = None  # the model's own tokenizer (prompts are text, each model encodes its own ids)
+
+    def __post_init__(self) -> None:
+        from ingest.lake import PURPOSES
+
+        if self.purpose not in PURPOSES:
+            raise UserError(f"unknown purpose {self.purpose!r}; choose one of {', '.join(PURPOSES)}")
 
     def fingerprint(self, units: Sequence[PromptUnit]) -> str:
         return make_key(self.model, self.setting, self.corpus_id, json.dumps(asdict(self.sampling), sort_keys=True),
@@ -67,6 +75,7 @@ def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime,
         "sampling_params": json.dumps({**asdict(spec.sampling), "fingerprint": fingerprint,
                                        "chunk_size": spec.chunk_size}, sort_keys=True),
         "source": "lmaudit generate", "code_version": __version__, "started_at": started, "finished_at": finished,
+        "purpose": spec.purpose, "tokenizer": spec.tokenizer if spec.tokenizer is not None else spec.model,
     }
 
 

@@ -13,7 +13,7 @@ from ingest import __version__
 from ingest.corpora import corpus_id_for
 from ingest.errors import UserError
 from ingest.importers.records import iter_records
-from ingest.lake import SETTINGS, Lake, make_key, partition_name
+from ingest.lake import PURPOSES, SETTINGS, Lake, make_key, partition_name
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class ImportSummary:
     n_generations: int
     n_new_prompts: int
     replaced: bool
+    n_blank: int = 0  # empty or whitespace-only texts: real outputs, kept (the marts count them)
 
 
 def _opt_str(path: Path, i: int, rec: dict, field: str) -> str | None:
@@ -45,11 +46,16 @@ def _opt_int(path: Path, i: int, rec: dict, field: str) -> int | None:
 
 
 def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str, setting: str,
-                       corpus: str | None = None, allow_empty: bool = False) -> ImportSummary:
-    """Validate the whole file, then write the run, its new prompts and its generations."""
+                       corpus: str | None = None, purpose: str = "propme") -> ImportSummary:
+    """Validate the whole file, then write the run, its new prompts and its generations.
+
+    Empty and whitespace-only texts are kept: a model's empty output is a result, as `lmaudit generate`
+    records it, and the marts count such outputs (blank_rate) and show FMR without them (fmr_nonblank)."""
     file = Path(file)
     if setting not in SETTINGS:
         raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    if purpose not in PURPOSES:
+        raise UserError(f"unknown purpose {purpose!r}; choose one of {', '.join(PURPOSES)}")
     if not run_id.strip():
         raise UserError("--run-id must not be empty")
     corpus_id = None
@@ -70,8 +76,6 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
         text = rec["text"]
         if not isinstance(text, str):
             raise UserError(f"{file}, row {i}: 'text' must be a string, got {type(text).__name__}")
-        if not text.strip() and not allow_empty:
-            raise UserError(f"{file}, row {i}: empty 'text'; remove the row or pass --allow-empty to keep empty generations")
         prompt = rec.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise UserError(f"{file}, row {i}: 'prompt' must be a string, got {type(prompt).__name__}")
@@ -115,6 +119,7 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
         "run_id": run_id, "model": model, "corpus_id": corpus_id, "setting": setting, "backend": "import",
         "n_samples": max(next_idx.values()), "sampling_params": json.dumps({"imported_sha256": sha}),
         "source": str(file.resolve()), "code_version": __version__, "started_at": now, "finished_at": now,
+        "purpose": purpose,
     }
     part = partition_name("run", run_id)
     replaced = bool(lake.partitions("runs")) and part in lake.partitions("runs")
@@ -123,4 +128,5 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
         lake.write("prompts", partition_name("import", run_id, make_key(*sorted(p["prompt_id"] for p in new_prompts))), new_prompts)
     lake.write("generations", part, rows, meta={"source_sha256": sha})
     lake.write("runs", part, [run])
-    return ImportSummary(run_id, len(rows), len(new_prompts), replaced)
+    return ImportSummary(run_id, len(rows), len(new_prompts), replaced,
+                         n_blank=sum(not r["text"].strip() for r in rows))

@@ -101,7 +101,7 @@ def trained(tmp_path_factory, corpus):
     proc = run_cli("classify", "train", "--backend", "tfidf", "--domains", "code,documentation",
                    "--domains", "boilerplate", "--name", "tf", home=home, check=True)
     gens, texts, labels = write_generations(root / "gens.jsonl", corpus)
-    import_generations(lake, gens, run_id="r1", model="m", setting="unconditional", allow_empty=True)
+    import_generations(lake, gens, run_id="r1", model="m", setting="unconditional")
     score = run_cli("classify", "score", "--run", "r1", home=home, check=True)
     return {"home": home, "lake": lake, "train_out": proc.stdout, "score_out": score.stdout, "texts": texts,
             "labels": labels}

@@ -72,7 +72,6 @@ def test_parquet_and_gzip_inputs(lake: Lake, tmp_path: Path) -> None:
 BAD = [
     ([{"text": "ok"}, {"prompt": "no text"}], "row 2: missing 'text'"),
     ([{"text": "ok"}, {"text": 5}], "row 2: 'text' must be a string"),
-    ([{"text": "ok"}, {"text": "   "}], "row 2: empty 'text'"),
     ([{"text": "ok"}, "{not json"], "row 2: invalid JSON"),
     ([{"text": "ok"}, "[1, 2]"], "row 2: expected a JSON object"),
     ([{"text": "ok", "sample_idx": "one"}], "row 1: 'sample_idx' must be a non-negative integer"),
@@ -90,6 +89,17 @@ def test_bad_files_write_nothing(lake: Lake, tmp_path: Path, rows, message) -> N
         import_generations(lake, f, run_id="bad", model="m", setting="generic")
     for table in ("runs", "prompts", "generations"):
         assert lake.read(table).num_rows == 0
+
+
+def test_empty_and_whitespace_outputs_import_by_default(lake: Lake, tmp_path: Path) -> None:
+    """A model's empty output is a result (`lmaudit generate` writes it too), not a bad row."""
+    f = _jsonl(tmp_path / "e.jsonl", [{"text": "words"}, {"text": ""}, {"text": " \n\t"}])
+    s = import_generations(lake, f, run_id="e", model="m", setting="unconditional", purpose="mixture")
+    assert (s.n_generations, s.n_blank) == (3, 2)
+    assert sorted(r["text"] for r in lake.read("generations").to_pylist()) == ["", " \n\t", "words"]
+    assert lake.read("runs").to_pylist()[0]["purpose"] == "mixture"
+    with pytest.raises(UserError, match="unknown purpose"):
+        import_generations(lake, f, run_id="e2", model="m", setting="unconditional", purpose="fun")
 
 
 def test_non_utf8_line_is_named(lake: Lake, tmp_path: Path) -> None:
