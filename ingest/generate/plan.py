@@ -1,4 +1,6 @@
-"""From stored prompts to the work units of a run (the model's start token prepended)."""
+"""From stored prompts to the work units of a run: the prompt TEXT encoded with the model's own tokenizer,
+its start token prepended. The index tokenizer's ids stored with a prompt never reach a model: a model
+whose tokenizer differs from the index's would read them as other tokens."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samp
     start = backend.bos_id
     units = []
     for r in rows:
-        ids = r["token_ids"] if r["token_ids"] is not None else backend.encode(r["text"] or "")
+        ids = backend.encode(r["text"] or "")
         count = n_generations if setting == "unconditional" else n_samples
         units.append(PromptUnit(r["prompt_id"], (start, *ids), count))
     return units

@@ -1,7 +1,10 @@
 """Builders of the prompt rows of each setting.
 
-Prompt token ids are stored without the start token (the model's BOS or document separator); the
-generation step prepends it, so one prompt set serves every model trained with the index's tokenizer.
+Text is the contract between the model and the index: a prompt's `text` is what every model receives,
+encoded by the generation backend with the model's OWN tokenizer (and its start token prepended), so one
+prompt set serves models whose tokenizers differ from the index's. `token_ids` keeps the index
+tokenizer's ids of the text (what the leakage filter and the prefix setting work with), never sent to a
+model. The boundary rules of the prefix setting are in `split_prefix` and docs/text-contract.md.
 """
 
 from __future__ import annotations
@@ -116,6 +119,26 @@ def sentences(corpus: OpenCorpus, setting: str, texts: list[str], lang: str, sou
     return PromptSet(setting, rows, dropped)
 
 
+def split_prefix(tok, prompt_ids: list[int], continuation_ids: list[int]) -> tuple[str, str]:
+    """(prompt text, true continuation text) of a document's first tokens, cut at a character boundary.
+
+    The prompt is the first `prompt_ids` index tokens as text, and the continuation the text of the next
+    ones, both taken from ONE decoding of the whole window: decoding the pieces separately would lose the
+    space a Metaspace (`▁`) tokenizer strips from the start of a decode, and a byte-level or byte-fallback
+    cut inside a multi-byte character would put U+FFFD at the end of the prompt. So the prompt is the longest
+    common prefix of decode(prompt) and decode(prompt + continuation) (a character cut in two moves into the
+    continuation), the continuation is the rest of the whole decoding, without a trailing U+FFFD left by a
+    cut at its own end. A prompt may end inside a word; the model gets that text as it is."""
+    whole = tok.decode(list(prompt_ids) + list(continuation_ids))
+    head = tok.decode(list(prompt_ids))
+    k = 0
+    for a, b in zip(head, whole):
+        if a != b:
+            break
+        k += 1
+    return whole[:k], whole[k:].rstrip("\ufffd")
+
+
 def prefix(corpus: OpenCorpus, n: int, seed: int = 0, prompt_len: int = 50, continuation_len: int = 50,
            min_doc_len: int = 100) -> PromptSet:
     """n training documents of >= min_doc_len tokens, sampled without replacement: the first prompt_len
@@ -133,8 +156,9 @@ def prefix(corpus: OpenCorpus, n: int, seed: int = 0, prompt_len: int = 50, cont
             continue
         p, c = doc.tokens[:prompt_len], doc.tokens[prompt_len:prompt_len + continuation_len]
         meta = doc.metadata or {}
-        rows.append(_row(corpus, "prefix", doc_ix, tok.decode(p), p, source=meta.get("source") or doc.path,
-                         source_doc=str(meta.get("id") or f"doc:{doc_ix}"), true_continuation=tok.decode(c)))
+        text, truth = split_prefix(tok, p, c)
+        rows.append(_row(corpus, "prefix", doc_ix, text, p, source=meta.get("source") or doc.path,
+                         source_doc=str(meta.get("id") or f"doc:{doc_ix}"), true_continuation=truth))
     if not rows:
         raise UserError(f"corpus {corpus.row['name']!r} has no document of >= {min_doc_len} tokens for prefix prompts")
     return PromptSet("prefix", rows)
