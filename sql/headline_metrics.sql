@@ -1,4 +1,5 @@
--- The headline table: FMR, ALS, NVR and R50 per run with 95% bootstrap intervals and units.
+-- The headline table: FMR (beside FMR20 and FMR without empty or whitespace-only outputs), ALS, NVR and R50
+-- per PropMe run with 95% bootstrap intervals and units.
 -- Run: lmaudit sql @sql/headline_metrics.sql
 with
 
@@ -9,7 +10,7 @@ metrics as (
 final as (
     select
         run_id,
-        model,
+        model_name,
         setting,
         metric,
         round(value, 4) as value,
@@ -19,8 +20,8 @@ final as (
         n_excluded,
         null_reason
     from metrics
-    where metric in ('fmr', 'als', 'nvr', 'r50')
-    order by model, setting, run_id, metric
+    where metric in ('fmr', 'fmr20', 'fmr_nonblank', 'als', 'nvr', 'r50')
+    order by model_name, setting, run_id, metric
 )
 
 select * from final

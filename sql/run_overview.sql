@@ -1,54 +1,49 @@
--- How much training text does each run reproduce? Per run: generations, mean longest span (tokens),
--- share of generations with a span of >= 20 and >= 50 tokens, and share with a verbatim full match.
+-- How much training text does each PropMe run reproduce? One row per run and tracing pass, read from
+-- fct_setting_metrics (one definition per number): generations, ALS (mean longest span, index tokens),
+-- R20 / R50, FMR beside FMR20 and FMR without empty or whitespace-only outputs, and the share of such
+-- outputs. A run that is not (or only partly) traced says so instead of showing zeros.
 -- Run: lmaudit sql @sql/run_overview.sql
 with
 
-generations as (
-    select * from stg_generations
+metrics as (
+    select * from fct_setting_metrics
 ),
 
-runs as (
-    select * from stg_runs
-),
-
-spans as (
-    select * from stg_spans
-),
-
-documents as (
-    select * from stg_span_documents
-),
-
-longest as (
+per_run as (
     select
-        generation_id,
-        max(length) as longest_span
-    from spans
-    group by generation_id
-),
-
-full_matches as (
-    select distinct spans.generation_id
-    from documents
-    inner join spans on documents.span_id = spans.span_id
-    where documents.match_tier = 'exact_full_raw'
+        run_id,
+        trace_id,
+        any_value(model_name) as model_name,
+        any_value(setting) as setting,
+        max(n_generations) filter (where metric = 'blank_rate') as n_generations,
+        max(value) filter (where metric = 'als') as als,
+        max(value) filter (where metric = 'r20') as r20,
+        max(value) filter (where metric = 'r50') as r50,
+        max(value) filter (where metric = 'fmr') as fmr,
+        max(value) filter (where metric = 'fmr20') as fmr20,
+        max(value) filter (where metric = 'fmr_nonblank') as fmr_nonblank,
+        max(value) filter (where metric = 'blank_rate') as blank_rate,
+        max(null_reason) filter (where metric = 'fmr') as trace_status
+    from metrics
+    group by run_id, trace_id
 ),
 
 final as (
     select
-        runs.run_id,
-        runs.setting,
-        count(*) as n_generations,
-        round(avg(coalesce(longest.longest_span, 0)), 2) as mean_longest_span,
-        round(avg(case when longest.longest_span >= 20 then 1.0 else 0.0 end), 3) as share_span_20,
-        round(avg(case when longest.longest_span >= 50 then 1.0 else 0.0 end), 3) as share_span_50,
-        round(avg(case when full_matches.generation_id is not null then 1.0 else 0.0 end), 3) as share_full_match
-    from generations
-    inner join runs on generations.run_id = runs.run_id
-    left join longest on generations.generation_id = longest.generation_id
-    left join full_matches on generations.generation_id = full_matches.generation_id
-    group by runs.run_id, runs.setting
-    order by runs.run_id
+        run_id,
+        model_name,
+        setting,
+        n_generations,
+        round(als, 2) as als,
+        round(r20, 3) as r20,
+        round(r50, 3) as r50,
+        round(fmr, 3) as fmr,
+        round(fmr20, 3) as fmr20,
+        round(fmr_nonblank, 3) as fmr_nonblank,
+        round(blank_rate, 3) as blank_rate,
+        coalesce(trace_status, 'traced') as trace_status
+    from per_run
+    order by model_name, setting, run_id
 )
 
 select * from final

@@ -12,14 +12,15 @@ from ingest.export import _connect
 from ingest.report.figures import FIGURES
 
 HEADLINE_SQL = """
-select setting, model, metric, round(value, 4) as value, round(ci_low, 4) as ci_low,
+select run_id, model_name, setting, metric, round(value, 4) as value, round(ci_low, 4) as ci_low,
        round(ci_high, 4) as ci_high, n_units, null_reason
-from fct_setting_metrics where metric in ('fmr', 'als', 'nvr', 'r50') order by model, setting, metric
+from fct_setting_metrics where metric in ('fmr', 'fmr20', 'fmr_nonblank', 'als', 'nvr', 'r50')
+order by model_name, setting, run_id, metric
 """
 PROPENSITY_SQL = """
-select propensity_setting, model, metric, round(f_p, 4) as f_p, round(f_c, 4) as f_c, round(pm, 3) as pm,
+select propensity_run_id, propensity_setting, model, metric, round(f_p, 4) as f_p, round(f_c, 4) as f_c, round(pm, 3) as pm,
        round(ci_low, 3) as ci_low, round(ci_high, 3) as ci_high, null_reason
-from fct_propensity where metric in ('fmr', 'nvr', 'r50') order by model, propensity_setting, metric
+from fct_propensity where metric in ('fmr', 'nvr', 'r50') order by model, propensity_setting, propensity_run_id, metric
 """
 
 

@@ -40,6 +40,25 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
             con.execute(q.read_text()).fetchall()
         assert con.execute((Path(__file__).resolve().parents[2] / "sql" / "most_reproduced_documents.sql")
                            .read_text()).fetchall(), "the canary must show up as a reproduced document"
+        # one definition per number: the overview query shows exactly the mart's values
+        metrics = {(r, m): v for r, m, v in con.execute(
+            "select run_id, metric, value from fct_setting_metrics").fetchall()}
+        cur = con.execute((Path(__file__).resolve().parents[2] / "sql" / "run_overview.sql").read_text())
+        names = [d[0] for d in cur.description]
+        overview = [dict(zip(names, row)) for row in cur.fetchall()]
+        assert {o["run_id"] for o in overview} == {r for r, _ in metrics}
+        for o in overview:
+            for col, metric, digits in (("als", "als", 2), ("r20", "r20", 3), ("r50", "r50", 3), ("fmr", "fmr", 3),
+                                        ("fmr20", "fmr20", 3), ("fmr_nonblank", "fmr_nonblank", 3),
+                                        ("blank_rate", "blank_rate", 3)):
+                v = metrics[(o["run_id"], metric)]
+                assert (o[col] is None) == (v is None), (o["run_id"], col)
+                assert v is None or abs(o[col] - v) <= 0.5 * 10 ** -digits + 1e-12, (o["run_id"], col, o[col], v)
+            assert o["trace_status"] == "traced" and o["model_name"] == "tiny-seed0"
+        # the neutral run is a mixture run: it is not in the PropMe marts, so the headline tables name only
+        # PropMe runs, one per setting
+        assert "sandbox-tiny-neutral" not in {r for r, _ in metrics}
+        assert len({r for r, _ in metrics}) == 5
     # re-running is cached and resumable: nothing is generated or traced twice
     again = run_cli("demo", "--size", "tiny", home=home)
     assert again.returncode == 0

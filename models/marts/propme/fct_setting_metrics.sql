@@ -33,6 +33,7 @@ grid as (
         run_traces.run_id,
         run_traces.trace_id,
         run_traces.model,
+        {{ model_name('run_traces.model') }} as model_name,
         run_traces.revision,
         run_traces.corpus_id,
         run_traces.setting,
@@ -76,8 +77,9 @@ joined as (
             when grid.needs_trace and grid.trace_id is null
                 then 'not traced: run lmaudit trace --run ' || grid.run_id
             when grid.needs_trace and grid.n_traced_generations < grid.n_run_generations
-                then 'partly traced: ' || grid.n_traced_generations || ' of ' || grid.n_run_generations
-                || ' generations traced from their current text; re-run lmaudit trace --run ' || grid.run_id
+                then
+                    'partly traced: ' || grid.n_traced_generations || ' of ' || grid.n_run_generations
+                    || ' generations traced from their current text; re-run lmaudit trace --run ' || grid.run_id
             when grid.needs_prompts and grid.unit_kind = 'generation'
                 then 'prompt-free setting: the units are generations, not prompts with samples'
             when bootstrap.metric is null then 'no resampling units'
@@ -110,6 +112,7 @@ final as (
         intervals.run_id,
         intervals.trace_id,
         intervals.model,
+        intervals.model_name,
         intervals.revision,
         intervals.corpus_id,
         intervals.setting,
