@@ -103,11 +103,9 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     timings["trace"] = time.perf_counter() - t
 
     t = step("mixture: held-out reference documents, TF-IDF domain classifier, score the neutral samples")
-    from ingest.classify.train import classifier_id_for
-    from ingest.lake import partition_name
+    from ingest.classify.score import is_scored
 
-    scored = partition_name("gen", classifier_id_for(DEMO_CLASSIFIER), neutral.run_id)
-    if scored in lake.partitions("classifier_outputs"):  # everything here is deterministic: reuse it
+    if is_scored(lake, DEMO_CLASSIFIER, neutral.run_id):  # deterministic, and the texts are unchanged: reuse it
         console.print("  cached: classifier trained and samples scored in an earlier run")
     else:
         import_sandbox_references(lake, paths, corpus, per_domain=plan.n_reference)

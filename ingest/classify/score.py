@@ -108,6 +108,19 @@ def _run_generations(lake: Lake, run_id: str) -> pa.Table:
     return t.sort_by("generation_id")
 
 
+def is_scored(lake: Lake, classifier: str, run_id: str) -> bool:
+    """True when `classifier` has a current posterior for every non-empty generation of the run: one
+    computed from the text the generation has now (a regenerated run needs scoring again)."""
+    from ingest.classify.train import classifier_id_for
+
+    part = partition_name("gen", classifier_id_for(classifier), run_id)
+    if part not in lake.partitions("classifier_outputs"):
+        return False
+    have = {(r["item_id"], r["text_hash"]) for r in lake.read("classifier_outputs", part).to_pylist()}
+    gens = _run_generations(lake, run_id).to_pylist()
+    return all((g["generation_id"], text_hash(g["text"])) in have for g in gens if g["text"] and g["text"].strip())
+
+
 def score_runs(lake: Lake, run_ids: list[str], classifier: str | None = None,
                progress: bool = True) -> list[ScoreSummary]:
     """Score the generations of each run and write one `classifier_outputs` partition per run."""

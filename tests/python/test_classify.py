@@ -279,3 +279,26 @@ def test_bad_inputs_are_one_line_errors(trained, tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
     proc = run_cli("classify", "train", "--epochs", "2", home=trained["home"])
     assert proc.returncode == 2 and "applies to --backend transformer only" in proc.stderr
+
+
+def test_posteriors_are_current_only_for_the_text_they_were_computed_from(trained, tmp_path) -> None:
+    """Each posterior carries the hash of its text; a run re-imported with other texts needs scoring again."""
+    from ingest.classify.score import is_scored, score_runs
+    from ingest.lake import text_hash
+
+    lake = trained["lake"]
+    gens = {g["generation_id"]: g["text"] for g in lake.read("generations").to_pylist() if g["run_id"] == "r1"}
+    for o in outputs(lake, "generation"):
+        if o["item_id"] in gens:
+            assert o["text_hash"] == text_hash(gens[o["item_id"]])
+    assert is_scored(lake, "tf", "r1")
+    same, changed = tmp_path / "same.jsonl", tmp_path / "changed.jsonl"
+    same.write_text("".join(json.dumps({"text": t, "sample_idx": i}) + "\n" for i, t in enumerate(trained["texts"])),
+                    encoding="utf-8")
+    changed.write_text("".join(json.dumps({"text": f"{t} and a new ending", "sample_idx": i}) + "\n"
+                               for i, t in enumerate(trained["texts"])), encoding="utf-8")
+    import_generations(lake, same, run_id="r2", model="m", setting="unconditional")
+    score_runs(lake, ["r2"], classifier="tf", progress=False)
+    assert is_scored(lake, "tf", "r2")
+    import_generations(lake, changed, run_id="r2", model="m", setting="unconditional")  # same ids, new texts
+    assert not is_scored(lake, "tf", "r2")
