@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from ingest.cli.context import console, err_console, state
 from ingest.errors import UserError
@@ -80,12 +80,32 @@ def sql(
         w.writerow(cols)
         w.writerows(rows[:max_rows])
         return
-    table = Table(*cols, show_lines=False)
-    for r in rows[:max_rows]:
-        table.add_row(*("NULL" if v is None else str(v) for v in r))
-    console.print(table)
+    _print_rows(cols, rows[:max_rows])
     if len(rows) > max_rows:
         console.print(f"(first {max_rows} rows shown; use --max-rows to see more)")
+
+
+def _print_rows(cols: list[str], rows: list[tuple]) -> None:
+    """A table whose ids and names are never cut ("sandbox…" cannot be told from its neighbours).
+
+    Text cells keep their width up to 32 characters (longer text folds onto more lines); numbers and
+    headers keep theirs. When even that is wider than the terminal, each row is printed as a block of `column: value`
+    lines instead (psql's expanded mode), rather than cutting columns off the right edge."""
+    cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
+    natural = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
+    text = [any(isinstance(r[i], str) for r in rows) for i in range(len(cols))]
+    need = [min(n, 32) if t else n for n, t in zip(natural, text)]  # rich never breaks a header or a number
+    if sum(need) + 3 * len(cols) + 1 <= console.width:
+        table = Table(*(Column(c, overflow="fold", min_width=n) for c, n in zip(cols, need)), show_lines=False)
+        for r in cells:
+            table.add_row(*r)
+        console.print(table)
+        return
+    pad = max(len(c) for c in cols)
+    for k, r in enumerate(cells, 1):
+        console.print(f"[dim]-- row {k} --[/dim]")
+        for c, v in zip(cols, r):
+            console.print(f"{c.ljust(pad)} : {v}", highlight=False, soft_wrap=True)
 
 
 def export(
