@@ -105,6 +105,13 @@ _SPECS = [
         _f("mixture_id", pa.string(), False), _f("model", pa.string(), False),
         _f("domain", pa.string(), False), _f("weight", pa.float64(), False), _f("source", pa.string()),
     ]), "a documented training-mixture weight"),
+    TableSpec("text_scores", "score_id", ("model", "item_kind", "item_id", "text_hash"), pa.schema([
+        _f("score_id", pa.string(), False), _f("model", pa.string(), False), _f("item_id", pa.string(), False),
+        _f("item_kind", pa.string(), False), _f("text_hash", pa.string(), False), _f("n_tokens", pa.int32()),
+        _f("truncated", pa.bool_()), _f("loss", pa.float64()), _f("zlib_loss", pa.float64()),
+        _f("mink", pa.float64()), _f("minkpp", pa.float64()), _f("ref_model", pa.string()),
+        _f("ref_loss", pa.float64()), _f("token_logprobs", pa.list_(pa.float32())), _f("params", pa.string()),
+    ]), "a text's token log-probabilities under a model and the membership-inference scores built on them"),
 ]
 
 TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}
