@@ -59,6 +59,7 @@ def _register_optional() -> None:
     app.command("trace")(trace_cmds.trace)
     app.command("demo")(demo_cmds.demo)
     __import__("ingest.cli.classify_cmds", fromlist=["register"]).register(app)  # classify, reference
+    app.command("score")(__import__("ingest.cli.score_cmds", fromlist=["score"]).score)
 
 
 _register_optional()

@@ -1,0 +1,120 @@
+"""Score many texts under a model into the lake: batched, resumable, any executor.
+
+Items (reference documents or a run's generations) are sorted by id and cut into chunks; each chunk is one
+atomic `text_scores` partition whose name hashes the model, the item source and the chunk's ids and texts,
+so a re-run skips finished chunks and a changed text is scored again (its old row stays keyed by the old
+text's hash and no mart reads it). With a reference model (the "Ref" baseline) each text is scored under
+both and the row keeps both losses.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ingest.errors import UserError
+from ingest.executors import WorkerSpec, get_executor
+from ingest.lake import Lake, make_key, text_hash
+from ingest.score.features import score_text
+
+K_FRACTION = 0.2  # Min-K% and Min-K%++ average the lowest 20% of the tokens
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    model: str
+    ref_model: str | None = None
+    batch_size: int = 8
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    def params(self) -> str:
+        return json.dumps({"k": K_FRACTION, "batch_size": self.batch_size, "device": self.device,
+                           "dtype": self.dtype}, sort_keys=True)
+
+
+class ScoreWorker:
+    """Loads the model (and the reference model) once per process or Ray actor."""
+
+    def __init__(self, job: ScoreJob):
+        from ingest.score.logprobs import HFScorer
+
+        self.job = job
+        kw = {"batch_size": job.batch_size, "device": job.device, "dtype": job.dtype}
+        self.scorer = HFScorer(job.model, **kw)
+        self.ref = HFScorer(job.ref_model, **kw) if job.ref_model else None
+
+    def __call__(self, chunk: Sequence[tuple[str, str, str]]) -> list[dict]:
+        texts = [t for _, _, t in chunk]
+        main = self.scorer.score(texts)
+        ref = self.ref.score(texts) if self.ref else [None] * len(texts)
+        rows = []
+        for (item_id, kind, text), s, r in zip(chunk, main, ref):
+            f = score_text(text, s.logprobs, s.mu, s.sigma, K_FRACTION)
+            h = text_hash(text)
+            rows.append({
+                "score_id": make_key(self.job.model, kind, item_id, h), "model": self.job.model, "item_id": item_id,
+                "item_kind": kind, "text_hash": h, "n_tokens": f.n_tokens, "truncated": s.truncated,
+                "loss": f.loss, "zlib_loss": f.zlib_loss, "mink": f.mink, "minkpp": f.minkpp,
+                "ref_model": self.job.ref_model,
+                "ref_loss": score_text(text, r.logprobs, r.mu, r.sigma).loss if r is not None else None,
+                "token_logprobs": s.logprobs, "params": self.job.params(),
+            })
+        return rows
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    n_items: int
+    n_chunks: int
+    n_skipped: int
+    seconds: float
+
+
+def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]], source: str,
+                chunk_size: int = 64, workers: int = 1, executor=None, progress: bool = True) -> ScoreSummary:
+    """Score `items` [(item_id, item_kind, text)] from `source` (e.g. "reference" or "run:R")."""
+    if not items:
+        raise UserError(f"nothing to score: {source} has no texts")
+    if chunk_size < 1:
+        raise UserError("--chunk-size must be at least 1")
+    items = sorted(items)
+    chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
+    prefix = f"score--{make_key(job.model, job.ref_model)[:12]}--{make_key(source)[:12]}--"
+    names = [prefix + make_key(*(f"{i}:{text_hash(t)}" for i, _, t in c))[:16] for c in chunks]
+    for part in lake.partitions("text_scores"):  # chunks of an older version of this input
+        if part.startswith(prefix) and part not in names:
+            lake.delete("text_scores", part)
+    todo = [(n, c) for n, c in zip(names, chunks) if not lake.is_done("text_scores", n)]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[bold]score"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=not progress, transient=True) as bar:
+        task = bar.add_task("", total=len(items), completed=len(items) - sum(len(c) for _, c in todo))
+        ex = executor or get_executor("local", workers=workers)
+        for (name, chunk), rows in zip(todo, ex.map(WorkerSpec(ScoreWorker, (job,)), [c for _, c in todo])):
+            lake.write("text_scores", name, rows, meta={"source": source})
+            bar.advance(task, len(chunk))
+    return ScoreSummary(len(items), len(chunks), len(chunks) - len(todo), time.perf_counter() - t0)
+
+
+def reference_items(lake: Lake) -> list[tuple[str, str, str]]:
+    """Every labelled reference document, as (ref_doc_id, "reference", text)."""
+    rows = lake.read("reference_docs").select(["ref_doc_id", "text"]).to_pylist()
+    if not rows:
+        raise UserError("no reference documents in the warehouse; run `lmaudit reference import` (or "
+                        "`lmaudit sandbox reference`) first")
+    return [(r["ref_doc_id"], "reference", r["text"]) for r in rows]
+
+
+def run_items(lake: Lake, run_id: str) -> list[tuple[str, str, str]]:
+    """The generations of one run, as (generation_id, "generation", text); empty texts are left out."""
+    rows = [r for r in lake.read("generations").select(["generation_id", "run_id", "text"]).to_pylist()
+            if r["run_id"] == run_id]
+    if not rows:
+        raise UserError(f"run {run_id!r} has no generations in the warehouse; check `lmaudit sql \"select * from "
+                        "stg_runs\"`")
+    return [(r["generation_id"], "generation", r["text"]) for r in rows if r["text"].strip()]

@@ -1,0 +1,69 @@
+-- Membership scores of labelled reference documents under each scored model, one row per (model, method,
+-- document), oriented so that HIGHER means "looks more like training data": -loss, -zlib, Min-K%, Min-K%++
+-- and -(loss / reference-model loss). A score counts only while the document has the text it was computed
+-- from (text_hash = md5 of the current text).
+with
+
+scores as (
+
+    select * from {{ ref('stg_text_scores') }}
+    where item_kind = 'reference'
+
+),
+
+reference_docs as (
+
+    select * from {{ ref('stg_reference_docs') }}
+
+),
+
+current_scores as (
+
+    select
+        scores.model,
+        scores.item_id as ref_doc_id,
+        reference_docs.domain,
+        scores.loss,
+        scores.zlib_loss,
+        scores.mink,
+        scores.minkpp,
+        scores.ref_loss
+    from scores
+    inner join reference_docs
+        on
+            scores.item_id = reference_docs.ref_doc_id
+            and scores.text_hash = md5(reference_docs.text)
+
+),
+
+methods as (
+
+    select
+        model,
+        ref_doc_id,
+        domain,
+        unnest([
+            { 'estimator': 'mia_loss', 'member_score': -loss },
+            { 'estimator': 'mia_zlib', 'member_score': -zlib_loss },
+            { 'estimator': 'mia_mink', 'member_score': mink },
+            { 'estimator': 'mia_minkpp', 'member_score': minkpp },
+            { 'estimator': 'mia_ref', 'member_score': -(loss / nullif(ref_loss, 0)) }
+        ]) as m
+    from current_scores
+
+),
+
+final as (
+
+    select
+        methods.model,
+        methods.m.estimator,
+        methods.ref_doc_id,
+        methods.domain,
+        methods.m.member_score
+    from methods
+    where methods.m.member_score is not null
+
+)
+
+select * from final
