@@ -1,5 +1,5 @@
 -- The headline table: FMR (beside FMR20 and FMR without empty or whitespace-only outputs), ALS, NVR and R50
--- per PropMe run with 95% bootstrap intervals and units.
+-- per PropMe run with 95% bootstrap intervals and units; where a value cannot be computed, why.
 -- Run: lmaudit sql @sql/headline_metrics.sql
 with
 
@@ -14,11 +14,11 @@ final as (
         setting,
         metric,
         round(value, 4) as value,
-        round(ci_low, 4) as ci_low,
-        round(ci_high, 4) as ci_high,
-        n_units,
-        n_excluded,
-        null_reason
+        case
+            when ci_low is not null then printf('[%.4f, %.4f]', ci_low, ci_high)
+            else null_reason
+        end as ci_95_or_reason,
+        n_units
     from metrics
     where metric in ('fmr', 'fmr20', 'fmr_nonblank', 'als', 'nvr', 'r50')
     order by model_name, setting, run_id, metric

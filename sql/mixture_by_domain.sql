@@ -1,7 +1,7 @@
 -- The estimated training mixture per domain next to the documented one (pacc: the paper's method; emq;
 -- direct: no correction), with the bootstrap interval, and the verified attribution: the domains of the
 -- training documents that the run's long spans were traced to (fct_span_domains; a run traced more than
--- once shows its latest pass; NULL: no long span was traced to that domain).
+-- once shows its latest pass; NULL: no long span was traced to that domain). All shares in percent.
 -- Run: lmaudit sql @sql/mixture_by_domain.sql
 with
 
@@ -33,13 +33,16 @@ final as (
     select
         estimates.run_id,
         estimates.domain,
-        round(100 * max(documented.weight), 1) as documented_pct,
-        round(100 * max(case when estimates.estimator = 'direct' then estimates.estimate end), 1) as direct_pct,
-        round(100 * max(case when estimates.estimator = 'pacc' then estimates.estimate end), 1) as pacc_pct,
-        round(100 * max(case when estimates.estimator = 'emq' then estimates.estimate end), 1) as emq_pct,
-        round(100 * max(case when estimates.estimator = 'emq' then estimates.ci_low end), 1) as emq_ci_low_pct,
-        round(100 * max(case when estimates.estimator = 'emq' then estimates.ci_high end), 1) as emq_ci_high_pct,
-        round(100 * max(span_domains.share), 1) as traced_spans_pct
+        round(100 * max(documented.weight), 1) as documented,
+        round(100 * max(case when estimates.estimator = 'direct' then estimates.estimate end), 1) as direct,
+        round(100 * max(case when estimates.estimator = 'pacc' then estimates.estimate end), 1) as pacc,
+        round(100 * max(case when estimates.estimator = 'emq' then estimates.estimate end), 1) as emq,
+        printf(
+            '[%.1f, %.1f]',
+            100 * max(case when estimates.estimator = 'emq' then estimates.ci_low end),
+            100 * max(case when estimates.estimator = 'emq' then estimates.ci_high end)
+        ) as emq_ci_95,
+        round(100 * max(span_domains.share), 1) as traced_spans
     from estimates
     inner join runs on estimates.run_id = runs.run_id
     left join documented

@@ -7,22 +7,31 @@ propensity as (
     select * from fct_propensity
 ),
 
+model_names as (
+    select distinct
+        run_id,
+        model_name
+    from fct_setting_metrics
+),
+
 final as (
     select
-        propensity_run_id,
-        model,
-        propensity_setting,
-        metric,
-        round(f_p, 4) as f_p,
-        round(f_c, 4) as f_c,
-        round(pm, 3) as pm,
-        round(ci_low, 3) as ci_low,
-        round(ci_high, 3) as ci_high,
-        pm_differs_from_neutral,
-        null_reason
+        propensity.propensity_run_id as run_id,
+        model_names.model_name,
+        propensity.propensity_setting as setting,
+        propensity.metric,
+        round(propensity.f_p, 3) as f_p,
+        round(propensity.f_c, 3) as f_c,
+        round(propensity.pm, 3) as pm,
+        case
+            when propensity.ci_low is not null then printf('[%.3f, %.3f]', propensity.ci_low, propensity.ci_high)
+            else propensity.null_reason
+        end as ci_95_or_reason,
+        propensity.pm_differs_from_neutral as differs
     from propensity
-    where metric in ('fmr', 'nvr', 'r50')
-    order by model, propensity_setting, propensity_run_id, metric
+    left join model_names on propensity.propensity_run_id = model_names.run_id
+    where propensity.metric in ('fmr', 'nvr', 'r50')
+    order by model_names.model_name, setting, run_id, propensity.metric
 )
 
 select * from final
