@@ -9,7 +9,9 @@ at temperature 1.0, the PropMe default 0.7 / 0.95 otherwise). One frozen TF-IDF 
 held-out reference documents of the four domains (files none of the corpora used), scores every run;
 `lmaudit build` computes every estimator with bootstrap intervals and `fct_mixture_evaluation` scores them
 against the sandbox's documented mixture (share of documents; the share of tokens is shown next to it).
-Prints a markdown table for BENCHMARKS.md.
+Prints a markdown table for BENCHMARKS.md. With `--mia`, every model also scores the reference documents
+(`lmaudit score --reference`: loss, zlib, Min-K%, Min-K%++) and LLMSurgeon's membership-inference
+aggregation baselines (fct_mixture_mia_estimates) are placed beside the estimators.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, help="training steps (default: the size's)")
+    ap.add_argument("--mia", action="store_true", help="also the membership-inference aggregation baselines")
     a = ap.parse_args()
 
     from ingest.build import build
@@ -103,6 +106,16 @@ def main() -> None:
             print(f"{spec.run_id}: {a.n} samples of <= {max_new} tokens in {timings[f'generate+score {m} t{temp:g}']:.0f}s",
                   flush=True)
 
+    if a.mia:
+        from ingest.score.run import ScoreJob, reference_items, score_items
+
+        for m, (paths, _) in boxes.items():
+            t = time.perf_counter()
+            score_items(lake, ScoreJob(str(paths.model_dir), batch_size=16), reference_items(lake), "reference",
+                        progress=False)
+            timings[f"score references {m}"] = time.perf_counter() - t
+            print(f"scored the reference documents under {m} in {timings[f'score references {m}']:.0f}s", flush=True)
+
     t = time.perf_counter()
     res = build(home, select=["path:models/staging", "path:models/intermediate/mixture", "path:models/marts/mixture",
                               "mixtures_documented"], progress=False,
@@ -117,6 +130,8 @@ def main() -> None:
             where estimate is not null""").fetchall()
         ev = {(r, e): (oa, mae) for r, e, oa, mae in con.execute(
             "select run_id, estimator, overlap_accuracy, mae from fct_mixture_evaluation").fetchall()}
+        mia = con.execute("select model, estimator, domain, estimate from fct_mixture_mia_estimates "
+                          "where estimate is not null").fetchall() if a.mia else []
     by_run: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
     for r, e, d, x, lo, hi in est:
         by_run.setdefault((r, e), {})[d] = (x, lo, hi)
@@ -153,8 +168,37 @@ def main() -> None:
                 parts.append(f"{d} {100 * truths[model]['docs'][d]:.1f}/{100 * truths[model]['tokens'][d]:.1f} -> "
                              + ", ".join(f"{v:.1f}" for v in vals))
             print(f"- {m}: " + "; ".join(parts))
+    if a.mia:
+        _print_mia(a.mixtures, boxes, truths, mia, runs, ev)
     print("\ntimings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items())
           + f"; total {time.perf_counter() - t_all:.0f}")
+
+
+def _print_mia(mixtures, boxes, truths, mia, runs, ev) -> None:
+    """OA of the membership-inference aggregation baselines against the share of documents, beside pacc and
+    direct on the same models (temperature 1.0 where sampled)."""
+    est: dict[tuple[str, str], dict[str, float]] = {}
+    for model, e, d, x in mia:
+        est.setdefault((model, e), {})[d] = x
+    print("\nMembership-inference aggregation (reference documents scored under each model; balanced sample,"
+          " pooled median; OA % against the share of documents):\n")
+    print("| estimator | " + " | ".join(mixtures) + " | mean |")
+    print("|---|" + "---|" * (len(mixtures) + 1))
+    names = sorted({e for _, e in est}) + ["pacc", "direct"]
+    for e in names:
+        cells, oas = [], []
+        for m in mixtures:
+            model = str(boxes[m][0].model_dir)
+            truth = truths[model]["docs"]
+            if e.startswith("mia_"):
+                got = est.get((model, e), {})
+                oa = 100 * (1 - 0.5 * sum(abs(truth.get(d, 0) - got.get(d, 0)) for d in set(truth) | set(got)))
+            else:
+                run = next((r for mm, tt, r, _ in runs if mm == m and tt == 1.0), None)
+                oa = ev.get((run, e), (float("nan"),))[0] * 100
+            cells.append(f"{oa:.1f}")
+            oas.append(oa)
+        print(f"| {e} | " + " | ".join(cells) + f" | {np.mean(oas):.1f} |")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ class HFScorer:
 
         seqs, cut = [], []
         for t in texts:
-            ids = list(self.tok.encode(t, add_special_tokens=False))
+            ids = list(self.tok.encode(t, add_special_tokens=False, verbose=False))  # long texts are cut below
             cut.append(len(ids) > self.ctx - 1)
             seqs.append([self.start, *ids[:self.ctx - 1]])
         width = max(len(s) for s in seqs)
