@@ -28,6 +28,11 @@ def generate(
     run_prefix: Annotated[str | None, typer.Option(help="Run ids are PREFIX-SETTING (default: model folder name).")] = None,
     purpose: Annotated[str, typer.Option(help="propme (the PropMe marts use the run), mixture (a neutral run for "
                                               "the mixture estimate, left out of PropMe marts) or other.")] = "propme",
+    preset: Annotated[str | None, typer.Option(
+        help="A named recipe that sets the settings, sampling, sample counts and purpose: propme (the defaults), "
+             "neutral (unconditional at temperature 1.0, 300 samples, for the mixture estimate) or llmsurgeon "
+             "(36 neutral prefixes, temperature 0.8, top-p 0.9, 512 tokens; build them with `lmaudit prompts "
+             "build --setting neutral`). It replaces those options.")] = None,
     executor: Annotated[str, typer.Option(help="local (this machine) or ray (a Ray cluster).")] = "local",
     workers: Annotated[int, typer.Option(help="Workers (processes or Ray actors), each loading the model.")] = 1,
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
@@ -44,13 +49,19 @@ def generate(
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
-    from ingest.lake import SETTINGS
+    from ingest.lake import ALL_SETTINGS
 
     lake = state(ctx).lake
     wanted = [s.strip() for s in settings.split(",") if s.strip()]
+    if preset is not None:
+        from ingest.generate.presets import get_preset
+
+        p = get_preset(preset)
+        wanted, temperature, top_p, max_new_tokens = list(p.settings), p.temperature, p.top_p, p.max_new_tokens
+        n_samples, n_generations, purpose = p.n_samples, p.n_generations, p.purpose
     for s in wanted:
-        if s not in SETTINGS:
-            raise UserError(f"unknown setting {s!r}; choose from {', '.join(SETTINGS)}")
+        if s not in ALL_SETTINGS:
+            raise UserError(f"unknown setting {s!r}; choose from {', '.join(ALL_SETTINGS)}")
     corpus_row(lake, corpus)
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
     from ingest.executors import get_executor

@@ -25,6 +25,8 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
     notes = []
     if setting == "unconditional":
         ps = S.unconditional(corpus)
+    elif setting == "neutral":
+        ps = S.neutral(corpus)
     elif setting == "minimal_cue":
         ps = S.minimal_cue(corpus, n, lang, seed)
     elif setting == "prefix":
@@ -45,9 +47,9 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
             texts = random_order.sample(texts, min(n, len(texts)))
         ps = S.sentences(corpus, setting, texts, lang, source=str(file), check_leakage=check_leakage)
     else:
-        from ingest.lake import SETTINGS
+        from ingest.lake import ALL_SETTINGS
 
-        raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+        raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(ALL_SETTINGS)}")
     import hashlib
     import json
 
@@ -64,7 +66,7 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
 def build(
     ctx: typer.Context,
     corpus: Annotated[str, typer.Option(help="Registered corpus (see `lmaudit index build`).")],
-    setting: Annotated[list[str], typer.Option(help="unconditional, minimal_cue, generic, specific, prefix (repeatable).")],
+    setting: Annotated[list[str], typer.Option(help="unconditional, minimal_cue, generic, specific, prefix (PropMe), or neutral (36 neutral prefixes for mixture sampling); repeatable.")],
     n: Annotated[int, typer.Option(help="Prompts per prompted setting.")] = 1000,
     lang: Annotated[str, typer.Option(help="Language of cue words and sentences (wordfreq code, e.g. en, da).")] = "en",
     file: Annotated[Path | None, typer.Option(help="Sentence file for generic/specific.")] = None,

@@ -13,7 +13,7 @@ from ingest import __version__
 from ingest.corpora import corpus_id_for
 from ingest.errors import UserError
 from ingest.importers.records import iter_records
-from ingest.lake import PURPOSES, SETTINGS, Lake, make_key, partition_name
+from ingest.lake import ALL_SETTINGS, PURPOSES, Lake, make_key, partition_name
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
     Empty and whitespace-only texts are kept: a model's empty output is a result, as `lmaudit generate`
     records it, and the marts count such outputs (blank_rate) and show FMR without them (fmr_nonblank)."""
     file = Path(file)
-    if setting not in SETTINGS:
-        raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    if setting not in ALL_SETTINGS:
+        raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(ALL_SETTINGS)}")
     if purpose not in PURPOSES:
         raise UserError(f"unknown purpose {purpose!r}; choose one of {', '.join(PURPOSES)}")
     if not run_id.strip():

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 TS = pa.timestamp("us", tz="UTC")
-SETTINGS = ("unconditional", "minimal_cue", "generic", "specific", "prefix")
+SETTINGS = ("unconditional", "minimal_cue", "generic", "specific", "prefix")  # PropMe's five settings
+MIXTURE_SETTINGS = ("neutral",)  # LLMSurgeon's neutral prefixes (mixture sampling, not a PropMe setting)
+ALL_SETTINGS = SETTINGS + MIXTURE_SETTINGS
 PURPOSES = ("propme", "mixture", "other")  # what a run is for: PropMe marts read only propme runs
 
 

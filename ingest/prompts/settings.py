@@ -60,6 +60,16 @@ def unconditional(corpus: OpenCorpus) -> PromptSet:
     return PromptSet("unconditional", [_row(corpus, "unconditional", "start", "", [], source="start token")])
 
 
+def neutral(corpus: OpenCorpus) -> PromptSet:
+    """LLMSurgeon-style mixture sampling: 36 neutral document openings (ingest/data/neutral_prefixes.json)."""
+    import json
+    from importlib import resources
+
+    prefixes = json.loads((resources.files("ingest.data") / "neutral_prefixes.json").read_text())["prefixes"]
+    return PromptSet("neutral", [_row(corpus, "neutral", (i, p), p, corpus.tokenizer.encode(p),
+                                      source="neutral prefixes (lmaudit)") for i, p in enumerate(prefixes)])
+
+
 def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> PromptSet:
     """n prompts, each one word of the language's 100 most frequent, drawn by frequency, capitalized."""
     import wordfreq
