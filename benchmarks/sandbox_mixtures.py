@@ -37,6 +37,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, help="training steps (default: the size's)")
     ap.add_argument("--mia", action="store_true", help="also the membership-inference aggregation baselines")
+    ap.add_argument("--llmsurgeon", action="store_true",
+                    help="also a run per model with `--preset llmsurgeon` (36 neutral prefixes, temperature 0.8)")
     a = ap.parse_args()
 
     from ingest.build import build
@@ -105,6 +107,18 @@ def main() -> None:
             runs.append((m, temp, spec.run_id, str(paths.model_dir)))
             print(f"{spec.run_id}: {a.n} samples of <= {max_new} tokens in {timings[f'generate+score {m} t{temp:g}']:.0f}s",
                   flush=True)
+        if a.llmsurgeon:
+            from ingest.generate.presets import get_preset
+
+            p = get_preset("llmsurgeon")
+            t = time.perf_counter()
+            build_prompt_set(lake, corpus, "neutral")
+            spec = RunSpec(f"mix-{a.size}-{m}-llmsurgeon", str(paths.model_dir), "neutral", "hf", corpus_id_for(corpus),
+                           SamplingConfig(p.temperature, p.top_p, p.max_new_tokens), purpose=p.purpose)
+            run_generation(lake, be, spec, prompt_units(lake, corpus, "neutral", be, p.n_samples, 0), progress=False)
+            score_runs(lake, [spec.run_id], classifier="sandbox-mixture-tfidf", progress=False)
+            timings[f"llmsurgeon preset {m}"] = time.perf_counter() - t
+            runs.append((m, "llmsurgeon", spec.run_id, str(paths.model_dir)))
 
     if a.mia:
         from ingest.score.run import ScoreJob, reference_items, score_items
@@ -138,8 +152,10 @@ def main() -> None:
 
     estimators = sorted({e for _, e in by_run}, key=lambda e: -np.mean([ev.get((x[2], e), (0, 0))[0] for x in runs]))
     print(f"\n{s.line()}\n{tr.line()}\n")
-    for temp in a.temperatures:
-        print(f"\nTemperature {temp:g} (top-p {1.0 if temp == 1.0 else 0.95}), N = {a.n} per model. "
+    for temp in a.temperatures + (["llmsurgeon"] if a.llmsurgeon else []):
+        what = ("the llmsurgeon preset (36 neutral prefixes x 9 samples, temperature 0.8, top-p 0.9)"
+                if temp == "llmsurgeon" else f"Temperature {temp:g} (top-p {1.0 if temp == 1.0 else 0.95}), N = {a.n} per model")
+        print(f"\n{what}. "
               "OA % against the share of documents (tokens in brackets); last column: 95% CI coverage of the "
               "document shares.\n")
         print("| estimator | " + " | ".join(a.mixtures) + " | mean | coverage |")
