@@ -80,6 +80,29 @@ def _release_duckdb() -> None:
         pass
 
 
+def check_lake(home: Path) -> int:
+    """Read the footer of every lake partition before dbt does, so that a truncated or foreign file is named
+    with its fix, instead of a failed staging model and every model after it. Returns the partitions read."""
+    import pyarrow.parquet as pq
+
+    from ingest.lake import TABLES
+
+    lake = Lake(home)
+    n = 0
+    for table in TABLES:
+        d = lake.table_dir(table)
+        if not d.exists():
+            continue
+        for path in sorted(d.glob("*.parquet")):
+            try:
+                pq.read_metadata(path)
+            except Exception as e:  # noqa: BLE001 - any unreadable file is the user's to remove
+                raise UserError(f"lake partition {path} is unreadable ({str(e).splitlines()[0]}); move it away and "
+                                "re-run the step that wrote it (or restore it from a backup), then build again") from None
+            n += 1
+    return n
+
+
 def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), full_refresh: bool = False,
           vars_: str | None = None, progress: bool = True) -> BuildResult:
     """`dbt build` over the warehouse: models, tests, unit tests (and seeds where present)."""
@@ -117,6 +140,7 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
             bar.update(task, advance=1, description=node)
 
     start = time.perf_counter()
+    check_lake(home)
     with bar:
         res = run_dbt(home, args, on_event)
     result.seconds = time.perf_counter() - start

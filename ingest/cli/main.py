@@ -5,6 +5,7 @@ User errors (`UserError`) print one line and exit 2; anything else is a bug and 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -65,28 +66,85 @@ def _register_optional() -> None:
 _register_optional()
 
 
-def run(argv: list[str] | None = None) -> int:
+def _click_like(e: BaseException) -> bool:
+    """A click exception, from click itself or from the copy typer 0.29 vendors (`typer._click`), which
+    `except click.ClickException` does not catch."""
+    return any(c.__name__ == "ClickException" for c in type(e).__mro__)
+
+
+def _is_usage_error(e: BaseException) -> bool:
+    return any(c.__name__ == "UsageError" for c in type(e).__mro__)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _crash_log(e: BaseException) -> str:
+    """Write the traceback of an unexpected error where the user can find it; return the path."""
+    import tempfile
+    import time
+    import traceback
+
+    from ingest.home import resolve_home
+
     try:
-        app(args=argv, standalone_mode=False)
+        folder = resolve_home(state_warehouse()) / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+    except Exception:  # noqa: BLE001 - no usable warehouse: the temp folder
+        from pathlib import Path
+
+        folder = Path(tempfile.gettempdir())
+    path = folder / f"lmaudit-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    path.write_text("".join(traceback.format_exception(e)))
+    return str(path)
+
+
+def state_warehouse() -> str | None:
+    """The --warehouse given on the command line, if any (the crash handler has no click context)."""
+    args = sys.argv[1:]
+    for i, a in enumerate(args):
+        if a in ("--warehouse", "-w") and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--warehouse="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The one error path: a user or usage error prints one line and exits 2; a failed step exits 1; an
+    interrupt 130; anything unexpected prints one line naming where its traceback was written, and exits 1."""
+    def fail(message: str, code: int) -> int:
+        err_console.print(f"[red]error:[/red] {_one_line(message)}", highlight=False, soft_wrap=True)
+        return code
+
+    try:
+        rc = app(args=argv, standalone_mode=False)
     except UserError as e:
-        err_console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        return e.exit_code
+        return fail(str(e), e.exit_code)
     except typer.Exit as e:
         return e.exit_code
-    except typer.Abort:
-        err_console.print("aborted")
-        return 130
     except KeyboardInterrupt:
         err_console.print("interrupted; re-run the same command to resume")
         return 130
-    except Exception as e:  # click usage errors carry their own message
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            return e.exit_code
-        raise
-    return 0
+    except Exception as e:  # noqa: BLE001 - the boundary: everything ends here as one line
+        if type(e).__name__ == "Abort":
+            cause = e.__cause__ or e.__context__
+            if isinstance(cause, EOFError):  # click turns an EOFError inside a command into Abort
+                return fail(f"an input ended early, it may be truncated or corrupt ({cause or 'end of file'}); "
+                            "check the file and run the command again", 2)
+            err_console.print("aborted")
+            return 130
+        if _click_like(e):
+            hint = ""
+            ctx = getattr(e, "ctx", None)
+            if _is_usage_error(e):
+                hint = f"; see `{ctx.command_path if ctx is not None else 'lmaudit'} --help`"
+            return fail(e.format_message().rstrip(".") + hint, 2 if _is_usage_error(e) else getattr(e, "exit_code", 1) or 1)
+        path = _crash_log(e)
+        return fail(f"unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+                    f"(a bug; the traceback is in {path})", 1)
+    return rc if isinstance(rc, int) and not isinstance(rc, bool) else 0
 
 
 if __name__ == "__main__":

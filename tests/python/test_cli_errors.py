@@ -1,0 +1,53 @@
+"""The CLI's one error path, through the real entry point: usage and user errors are one line and exit 2, a
+failed build exits non-zero, an unexpected error is one line naming where its traceback was written."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+
+USAGE = [
+    (["--nope"], "No such option: --nope"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+    (["import", "generations"], "Missing argument 'file'"),
+    (["trace", "--workers", "abc"], "Invalid value for '--workers'"),
+    (["sql"], "Missing argument 'query'"),
+    (["generate", "--model"], "Option '--model' requires an argument"),
+]
+
+
+@pytest.mark.parametrize("args,message", USAGE)
+def test_usage_errors_are_one_line_and_exit_2(args, message, tmp_path) -> None:
+    p = run_cli(*args, home=tmp_path / "wh")
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], p.stderr
+    assert "Traceback" not in p.stderr + p.stdout and "--help" in lines[0]
+
+
+def test_a_failed_build_exits_non_zero_and_names_the_broken_file(tmp_path) -> None:
+    home = tmp_path / "wh"
+    run_cli("init", home=home, check=True)
+    broken = home / "lake" / "runs" / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not a parquet file")
+    p = run_cli("build", home=home)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert str(broken) in p.stderr and p.stderr.count("\n") <= 2  # one line (rich may wrap it once)
+
+
+def test_an_unexpected_error_is_one_line_with_the_traceback_in_the_warehouse(tmp_path, monkeypatch, capsys) -> None:
+    from ingest.cli.main import run
+    from ingest.lake import Lake
+
+    def boom(self):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(Lake, "init", boom)
+    monkeypatch.setattr("sys.argv", ["lmaudit", "--warehouse", str(tmp_path / "wh"), "init"])
+    rc = run(["--warehouse", str(tmp_path / "wh"), "init"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert "unexpected RuntimeError: simulated bug" in err and "traceback is in" in err
+    logs = list((tmp_path / "wh" / "logs").glob("lmaudit-crash-*.log"))
+    assert len(logs) == 1 and "simulated bug" in logs[0].read_text() and "Traceback" in logs[0].read_text()
