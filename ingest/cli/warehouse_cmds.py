@@ -58,16 +58,19 @@ def sql(
         if not qfile.exists():
             raise UserError(f"query file {qfile} not found")
         query = qfile.read_text()
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.IOException as e:
-        raise UserError(f"cannot open {path} read-only ({str(e).splitlines()[0]}); "
-                        "is `lmaudit build` writing it right now? retry when it finishes") from None
+    if not query.strip():
+        raise UserError("the query is empty; give SQL, e.g. lmaudit sql \"select * from stg_runs\", or @file.sql")
+    from ingest.sql_guard import open_read_only
+
+    con = open_read_only(path, st.home)
     try:
         cur = con.execute(query)
         if cur.description is None:
             return
         cols, rows = [d[0] for d in cur.description], cur.fetchmany(max_rows + 1)
+    except duckdb.PermissionException as e:
+        raise UserError(f"lmaudit sql reads only the warehouse (its database and lake folder): "
+                        f"{str(e).splitlines()[0]}") from None
     except duckdb.Error as e:
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
     finally:

@@ -51,3 +51,34 @@ def test_an_unexpected_error_is_one_line_with_the_traceback_in_the_warehouse(tmp
     assert "unexpected RuntimeError: simulated bug" in err and "traceback is in" in err
     logs = list((tmp_path / "wh" / "logs").glob("lmaudit-crash-*.log"))
     assert len(logs) == 1 and "simulated bug" in logs[0].read_text() and "Traceback" in logs[0].read_text()
+
+
+@pytest.fixture(scope="module")
+def built_warehouse(tmp_path_factory):
+    home = tmp_path_factory.mktemp("sqlguard") / "wh"
+    run_cli("init", home=home, check=True)
+    run_cli("build", "--select", "stg_runs", home=home, check=True)
+    return home
+
+
+@pytest.mark.parametrize("query,message", [
+    ("select * from read_csv('/etc/passwd')", "reads only the warehouse"),
+    ("copy (select 1) to '{lake}/runs/evil.parquet'", "not COPY"),
+    ("copy (select 1) to '/tmp/lmaudit-evil.csv'", "not COPY"),
+    ("attach '/tmp/lmaudit-other.db'", "not ATTACH"),
+    ("set enable_external_access = true", "not SET"),
+    ("install httpfs", "not LOAD"),
+    ("export database '/tmp/lmaudit-export'", "not EXPORT"),
+    ("", "the query is empty"),
+])
+def test_sql_cannot_read_or_write_outside_the_warehouse(built_warehouse, query, message) -> None:
+    import hashlib
+
+    lake = built_warehouse / "lake"
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in lake.rglob("*") if p.is_file()}
+    p = run_cli("sql", query.format(lake=lake), home=built_warehouse)
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+    after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in lake.rglob("*") if p.is_file()}
+    assert before == after
+    ok = run_cli("sql", "select count(*) as n from stg_runs", home=built_warehouse)
+    assert ok.returncode == 0 and "0" in ok.stdout  # the staging views still read the lake
