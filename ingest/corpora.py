@@ -25,8 +25,9 @@ def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict
     """Write (or replace) the corpus row for an index; the manifest is the source of every number."""
     from ingest.index.build import IndexManifest
 
-    if not name.strip():
-        raise UserError("corpus name must not be empty")
+    from ingest.names import check_name
+
+    check_name("corpus name", name)
     dirs = [str(Path(d).resolve()) for d in index_dirs]
     manifests = [IndexManifest.load(d) for d in dirs]
     first = manifests[0]

@@ -83,7 +83,10 @@ def classifier_id_for(name: str) -> str:
 
 
 def classifier_dir(home: Path, name: str) -> Path:
-    return Path(home) / CLASSIFIERS_DIR / partition_name(name)
+    from ingest.names import check_name, inside
+
+    base = Path(home) / CLASSIFIERS_DIR
+    return inside(base, base / partition_name(check_name("classifier name", name)))
 
 
 def nll(p: np.ndarray, y: np.ndarray) -> float:
@@ -176,8 +179,7 @@ def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] |
     if calibration not in CALIBRATIONS:
         raise UserError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
     name = name or backend
-    if not name.strip():
-        raise UserError("--name must not be empty")
+    classifier_dir(home, name)  # a valid name that stays inside <warehouse>/classifiers, before any work
     domains, refs, dropped = _select_references(lake, domains)
     k = len(domains)
     labels, folds, texts = refs["label"], refs["fold"], refs["text"]

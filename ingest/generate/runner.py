@@ -43,6 +43,9 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         from ingest.lake import PURPOSES
+        from ingest.names import check_name
+
+        check_name("run id", self.run_id)
 
         if self.purpose not in PURPOSES:
             raise UserError(f"unknown purpose {self.purpose!r}; choose one of {', '.join(PURPOSES)}")

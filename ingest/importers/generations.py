@@ -56,8 +56,9 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
         raise UserError(f"unknown setting {setting!r}; choose one of {', '.join(ALL_SETTINGS)}")
     if purpose not in PURPOSES:
         raise UserError(f"unknown purpose {purpose!r}; choose one of {', '.join(PURPOSES)}")
-    if not run_id.strip():
-        raise UserError("--run-id must not be empty")
+    from ingest.names import check_name
+
+    check_name("run id", run_id)
     corpus_id = None
     if corpus is not None:
         corpus_id = corpus_id_for(corpus)

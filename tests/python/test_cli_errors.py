@@ -82,3 +82,35 @@ def test_sql_cannot_read_or_write_outside_the_warehouse(built_warehouse, query, 
     assert before == after
     ok = run_cli("sql", "select count(*) as n from stg_runs", home=built_warehouse)
     assert ok.returncode == 0 and "0" in ok.stdout  # the staging views still read the lake
+
+
+@pytest.mark.parametrize("name", [".", "..", "a/b", "../x", " x", "x\n", "", "a\x00b"])
+def test_bad_names_are_refused_before_anything_is_written(name, tmp_path) -> None:
+    import hashlib
+
+    from ingest.errors import UserError
+    from ingest.names import check_name
+
+    with pytest.raises(UserError):
+        check_name("classifier name", name)
+    home = tmp_path / "wh"
+    run_cli("init", home=home, check=True)
+    keep = home / "classifiers" / "other" / "meta.json"
+    keep.parent.mkdir(parents=True)
+    keep.write_text("{}")
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in home.rglob("*") if p.is_file()}
+    if "\x00" not in name:  # argv cannot carry NUL
+        p = run_cli("classify", "train", "--name", name, home=home)
+        assert p.returncode == 2 and p.stderr.startswith("error:") and "Traceback" not in p.stderr, p.stderr
+        p = run_cli("import", "generations", str(tmp_path / "none.jsonl"), "--run-id", name, "--model", "m",
+                    "--setting", "unconditional", home=home)
+        assert p.returncode == 2 and "Traceback" not in p.stderr
+    after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in home.rglob("*") if p.is_file()}
+    assert before == after and keep.exists()
+
+
+def test_good_names_pass() -> None:
+    from ingest.names import check_name
+
+    for ok in ("olmo-7b", "sandbox-tiny-unconditional", "a.b_c+d", "ünïcode", "x" * 200):
+        assert check_name("run id", ok) == ok
