@@ -31,7 +31,10 @@ def _opt_str(path: Path, i: int, rec: dict, field: str) -> str | None:
         return None
     if isinstance(v, bool) or not isinstance(v, (str, int)):
         raise UserError(f"{path}, row {i}: {field!r} must be a string or integer, got {type(v).__name__}")
-    return str(v)
+    return _utf8(path, i, field, str(v))
+
+
+_INT_MAX = {"seed": 2**63 - 1, "sample_idx": 2**31 - 1, "n_tokens": 2**31 - 1}  # the lake's int64 / int32
 
 
 def _opt_int(path: Path, i: int, rec: dict, field: str) -> int | None:
@@ -42,7 +45,20 @@ def _opt_int(path: Path, i: int, rec: dict, field: str) -> int | None:
         v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise UserError(f"{path}, row {i}: {field!r} must be a non-negative integer, got {v!r}")
+    if v > _INT_MAX.get(field, 2**63 - 1):
+        raise UserError(f"{path}, row {i}: {field!r} is {v}, larger than the warehouse stores "
+                        f"(at most {_INT_MAX.get(field, 2**63 - 1)})")
     return v
+
+
+def _utf8(path: Path, i: int, field: str, text: str) -> str:
+    """Text the lake can store: a lone surrogate (e.g. a JSON "\\ud800" escape) has no UTF-8 form."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise UserError(f"{path}, row {i}: {field!r} has a character with no UTF-8 form ({e.reason} at "
+                        f"position {e.start}); fix the text or its escapes") from None
+    return text
 
 
 def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str, setting: str,
@@ -77,9 +93,12 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
         text = rec["text"]
         if not isinstance(text, str):
             raise UserError(f"{file}, row {i}: 'text' must be a string, got {type(text).__name__}")
+        _utf8(file, i, "text", text)
         prompt = rec.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise UserError(f"{file}, row {i}: 'prompt' must be a string, got {type(prompt).__name__}")
+        if prompt is not None:
+            _utf8(file, i, "prompt", prompt)
         prompt_id = _opt_str(file, i, rec, "prompt_id")
         if prompt_id is None and prompt is not None:
             prompt_id = make_key(setting, prompt)

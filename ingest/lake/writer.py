@@ -12,6 +12,7 @@ on an empty lake.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -119,6 +120,13 @@ class Lake:
             pq.write_table(t, tmp, compression="zstd")
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, target)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+                from ingest.errors import UserError
+
+                raise UserError(f"cannot write {target} ({os.strerror(e.errno)}); free space or fix the permissions "
+                                "of the warehouse, then re-run the same command (nothing partial was kept)") from None
+            raise
         finally:
             tmp.unlink(missing_ok=True)
 

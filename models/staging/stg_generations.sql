@@ -6,6 +6,12 @@ source as (
 
 ),
 
+runs as (
+
+    select * from {{ source('lake', 'runs') }}
+
+),
+
 final as (
 
     select
@@ -18,6 +24,9 @@ final as (
         cast(n_tokens as integer) as n_tokens,
         cast(finish_reason as varchar) as finish_reason
     from source
+    -- the runs row is written last and commits a run: generations left by a step that died before it are
+    -- not visible (the step's re-run rewrites them with the run)
+    where run_id in (select runs.run_id from runs)
 
 )
 

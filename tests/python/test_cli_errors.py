@@ -114,3 +114,61 @@ def test_good_names_pass() -> None:
 
     for ok in ("olmo-7b", "sandbox-tiny-unconditional", "a.b_c+d", "ünïcode", "x" * 200):
         assert check_name("run id", ok) == ok
+
+
+def test_an_import_that_dies_before_its_runs_row_leaves_nothing_visible(tmp_path, monkeypatch) -> None:
+    import duckdb
+
+    from ingest.build import build
+    from ingest.home import db_path
+    from ingest.importers.generations import import_generations
+    from ingest.lake import Lake
+
+    home = tmp_path / "wh"
+    lake = Lake(home)
+    f = tmp_path / "g.jsonl"
+    f.write_text('{"text": "a", "prompt": "p"}\n{"text": "b", "prompt": "p"}\n')
+    real = Lake.write
+
+    def dies_at_the_runs_row(self, table, *a, **k):
+        if table == "runs":
+            raise SystemExit("killed")  # what a kill -9 leaves: the earlier partitions, not this one
+        return real(self, table, *a, **k)
+
+    monkeypatch.setattr(Lake, "write", dies_at_the_runs_row)
+    with pytest.raises(SystemExit):
+        import_generations(lake, f, run_id="r", model="m", setting="generic")
+    monkeypatch.setattr(Lake, "write", real)
+    assert lake.read("generations").num_rows == 2 and lake.read("runs").num_rows == 0
+    assert build(home, select=["stg_generations", "stg_runs", "stg_prompts"], progress=False).success
+    with duckdb.connect(str(db_path(home)), read_only=True) as con:
+        assert con.execute("select count(*) from stg_generations").fetchone()[0] == 0
+    import_generations(lake, f, run_id="r", model="m", setting="generic")  # the re-run commits it
+    assert build(home, select=["stg_generations", "stg_runs", "stg_prompts"], progress=False).success
+    with duckdb.connect(str(db_path(home)), read_only=True) as con:
+        assert con.execute("select count(*) from stg_generations").fetchone()[0] == 2
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, monkeypatch) -> None:
+    import errno
+
+    import pyarrow.parquet as pq
+
+    from ingest.errors import UserError
+    from ingest.importers.generations import import_generations
+    from ingest.lake import Lake
+
+    lake = Lake(tmp_path / "wh")
+    lake.init()
+    f = tmp_path / "g.jsonl"
+    f.write_text('{"text": "a"}\n')
+
+    def full(table, where, **k):
+        open(where, "wb").write(b"PAR1 half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full)
+    with pytest.raises(UserError, match="No space left on device"):
+        import_generations(lake, f, run_id="r", model="m", setting="unconditional")
+    leftovers = [p for p in (tmp_path / "wh" / "lake").rglob("*") if p.is_file() and "_schema" not in p.name]
+    assert leftovers == []

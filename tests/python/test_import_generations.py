@@ -79,6 +79,11 @@ BAD = [
     ([{"text": "a", "prompt_id": "p", "prompt": "x"}, {"text": "b", "prompt_id": "p", "prompt": "y"}],
      "two different prompt texts"),
     ([], "no generations found"),
+    ([{"text": "ok", "seed": 1e23}], "row 1: 'seed' is 99999999999999991611392, larger than the warehouse stores"),
+    ([{"text": "ok", "sample_idx": 2**31}], "row 1: 'sample_idx' is 2147483648, larger"),
+    ([{"text": "ok"}, '{"text": "lone \\ud800 surrogate"}'], "row 2: 'text' has a character with no UTF-8 form"),
+    (['{"text": "ok", "prompt": "\\udfff"}'], "row 1: 'prompt' has a character with no UTF-8 form"),
+    (['{"text": "ok", "prompt_id": "\\ud83d"}'], "row 1: 'prompt_id' has a character with no UTF-8 form"),
 ]
 
 
