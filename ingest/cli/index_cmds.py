@@ -26,9 +26,11 @@ def build(
     """Tokenize documents, build the suffix arrays and unigram table, and register the corpus."""
     from ingest.corpora import register_corpus
     from ingest.index.build import build_index
+    from ingest.names import check_name
 
+    name = check_name("corpus name", name if name is not None else Path(out).name)  # before hours of work
     m = build_index([str(p) for p in inputs], tokenizer, out, shards=shards, text_field=text_field, cpus=cpus)
-    row = register_corpus(state(ctx).lake, name or Path(out).name, [out])
+    row = register_corpus(state(ctx).lake, name, [out])
     console.print(f"indexed {m.n_docs:,} documents, {m.n_tokens:,} tokens ({m.dtype}, {len(m.shards)} shard(s)) "
                   f"in {m.timings.get('total_s', 0):.1f}s; registered corpus {row['name']!r}")
 

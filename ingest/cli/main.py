@@ -80,7 +80,7 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _crash_log(e: BaseException) -> str:
+def _crash_log(e: BaseException, argv: list[str] | None = None) -> str:
     """Write the traceback of an unexpected error where the user can find it; return the path."""
     import tempfile
     import time
@@ -89,7 +89,7 @@ def _crash_log(e: BaseException) -> str:
     from ingest.home import resolve_home
 
     try:
-        folder = resolve_home(state_warehouse()) / "logs"
+        folder = resolve_home(state_warehouse(argv)) / "logs"
         folder.mkdir(parents=True, exist_ok=True)
     except Exception:  # noqa: BLE001 - no usable warehouse: the temp folder
         from pathlib import Path
@@ -100,9 +100,9 @@ def _crash_log(e: BaseException) -> str:
     return str(path)
 
 
-def state_warehouse() -> str | None:
+def state_warehouse(argv: list[str] | None = None) -> str | None:
     """The --warehouse given on the command line, if any (the crash handler has no click context)."""
-    args = sys.argv[1:]
+    args = sys.argv[1:] if argv is None else argv
     for i, a in enumerate(args):
         if a in ("--warehouse", "-w") and i + 1 < len(args):
             return args[i + 1]
@@ -141,7 +141,7 @@ def run(argv: list[str] | None = None) -> int:
             if _is_usage_error(e):
                 hint = f"; see `{ctx.command_path if ctx is not None else 'lmaudit'} --help`"
             return fail(e.format_message().rstrip(".") + hint, 2 if _is_usage_error(e) else getattr(e, "exit_code", 1) or 1)
-        path = _crash_log(e)
+        path = _crash_log(e, argv)
         return fail(f"unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
                     f"(a bug; the traceback is in {path})", 1)
     return rc if isinstance(rc, int) and not isinstance(rc, bool) else 0

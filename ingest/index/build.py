@@ -170,7 +170,16 @@ class IndexManifest:
         """Unigram log-probabilities (float64, one per token id; unseen ids hold `unigram_floor`)."""
         if not self.unigram_logprob_file:
             raise UserError(f"index {index_dir} has no unigram table; re-attach it with `lmaudit index attach`")
-        return np.load(Path(index_dir) / self.unigram_logprob_file)
+        path = Path(index_dir) / self.unigram_logprob_file
+        try:
+            table = np.load(path)
+        except (OSError, ValueError, EOFError) as e:
+            raise UserError(f"{path} is unreadable ({str(e).splitlines()[0]}); rebuild the index or restore the "
+                            "file") from None
+        if table.ndim != 1 or len(table) < self.vocab_size:
+            raise UserError(f"{path} holds {table.shape} values, not one per token id ({self.vocab_size}); rebuild "
+                            "the index or restore the file")
+        return table
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -477,6 +486,9 @@ def build_index(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
     out_path = Path(check_index_path(out, "--out"))
     if out_path.exists() and not overwrite:
         raise UserError(f"{out_path} already exists; remove it or pass an --out that does not exist")
+    blocking = next((p for p in out_path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise UserError(f"--out {out_path} is under {blocking}, which is a file; choose a folder path")
     tok = load_tokenizer(tokenizer)
     if tok.dtype == "u32" and (mem_bytes or _physical_memory()) < U32_MIN_MEMORY:
         raise UserError(
@@ -491,6 +503,9 @@ def build_index(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
     tmp = _temp_dir_for(out_path)
     try:
         infos, sources, counts = _tokenize(files, tok, tmp, shards, text_field, root, progress)
+        if sum(i.n_tokens for i in infos) == 0:
+            raise UserError(f"every document in {', '.join(map(str, files[:3]))}{' ...' if len(files) > 3 else ''} "
+                            f"has an empty {text_field!r}; check --text-field or the input files")
         t1 = time.perf_counter()
         work = tmp / "work"
         used = []

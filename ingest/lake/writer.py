@@ -152,10 +152,20 @@ class Lake:
         """The `read_parquet` glob of a table (the schema file included: it has zero rows)."""
         return str(self.table_dir(table) / "*.parquet")
 
+    @staticmethod
+    def _read_partition(path: Path, s) -> pa.Table:
+        try:
+            return pq.read_table(path).select(s.schema.names).cast(s.schema)
+        except (pa.ArrowInvalid, OSError) as e:
+            from ingest.errors import UserError
+
+            raise UserError(f"lake partition {path} is unreadable ({str(e).splitlines()[0]}); move it away and "
+                            "re-run the step that wrote it (or restore it from a backup)") from None
+
     def read(self, table: str, partition: str | None = None) -> pa.Table:
         """Read a table (or one partition) as Arrow, in the declared schema."""
         s = spec(table)
         paths = [self.partition_path(table, partition)] if partition else [
             self.partition_path(table, p) for p in self.partitions(table)]
-        parts = [pq.read_table(p).select(s.schema.names).cast(s.schema) for p in paths if p.exists()]
+        parts = [self._read_partition(p, s) for p in paths if p.exists()]
         return pa.concat_tables(parts) if parts else s.schema.empty_table()

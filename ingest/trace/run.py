@@ -110,6 +110,14 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     `executor` decides where workers run (default: local processes, `workers` of them)."""
     if not generations:
         raise UserError(f"nothing to trace: {source} has no generations")
+    for what, n in (("--batch-size", batch_size), ("--workers", workers), ("--threads", job.threads)):
+        if n < 1:
+            raise UserError(f"{what} must be at least 1, got {n}")
+    from ingest.index.build import IndexManifest
+
+    for d in job.index_dirs:  # one-line errors for a missing folder or manifest, before anything is written
+        IndexManifest.load(d)
+    open_tracer(job, "check")  # and for damaged index files (sizes, suffix-array spot check, tables)
     trace_id = job.trace_id
     started = datetime.now(timezone.utc)
     lake.write("trace_runs", f"trace--{trace_id}", [{
