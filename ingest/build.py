@@ -80,6 +80,26 @@ def _release_duckdb() -> None:
         pass
 
 
+@contextmanager
+def build_lock(home: Path):
+    """One build per warehouse at a time. A second dbt on the same DuckDB file fails on its lock after
+    printing a traceback per model; here it stops at once with one line. The lock is an advisory flock
+    on <warehouse>/.build.lock, released when the build (or its process) ends."""
+    import fcntl
+
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".build.lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"another `lmaudit build` is running on {home}; wait for it to finish (or use "
+                            "`flock` in cron to skip overlapping runs)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def check_lake(home: Path) -> int:
     """Read the footer of every lake partition before dbt does, so that a truncated or foreign file is named
     with its fix, instead of a failed staging model and every model after it. Returns the partitions read."""
@@ -141,7 +161,7 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
 
     start = time.perf_counter()
     check_lake(home)
-    with bar:
+    with build_lock(home), bar:
         res = run_dbt(home, args, on_event)
     result.seconds = time.perf_counter() - start
     if res.exception is not None:

@@ -172,3 +172,14 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, monkeypatc
         import_generations(lake, f, run_id="r", model="m", setting="unconditional")
     leftovers = [p for p in (tmp_path / "wh" / "lake").rglob("*") if p.is_file() and "_schema" not in p.name]
     assert leftovers == []
+
+
+def test_a_second_build_on_the_same_warehouse_stops_at_once(tmp_path) -> None:
+    from ingest.build import build_lock
+
+    home = tmp_path / "wh"
+    run_cli("init", home=home, check=True)
+    with build_lock(home):  # a build in progress
+        p = run_cli("build", home=home)
+    assert p.returncode == 2 and "another `lmaudit build` is running" in p.stderr
+    assert p.stderr.count("\n") <= 2 and "Traceback" not in p.stderr + p.stdout
