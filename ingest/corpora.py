@@ -46,6 +46,53 @@ def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict
     return row
 
 
+def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer: str,
+                  dtype: str | None = None) -> dict[str, Any]:
+    """Register prebuilt index folders as one corpus, writing nothing into them.
+
+    A folder built by lmaudit already has its manifest (the tokenizer given must be the one it names). For
+    a prebuilt infini-gram folder the manifest and unigram table are computed from its files (every file
+    checked: sizes, pointer and token width, the tokenizer on sampled documents) and kept in the
+    warehouse, `<warehouse>/indexes/<corpus key>/part-<k>/`, pointing at the folder: prebuilt indexes are
+    often read-only and shared between users."""
+    import shutil
+    import uuid
+
+    from ingest.index.build import IndexManifest, attach_index
+    from ingest.index.tokenizer import load_tokenizer
+    from ingest.names import check_name
+
+    check_name("corpus name", name)
+    if not index_dirs:
+        raise UserError("give at least one index folder")
+    tok = load_tokenizer(tokenizer)
+    base = lake.home / "indexes" / corpus_id_for(name)[:16]
+    staged = base.parent / f".{base.name}.{uuid.uuid4().hex}.tmp"
+    described: list[str] = []
+    try:
+        for k, d in enumerate(index_dirs):
+            d = Path(d).resolve()
+            if IndexManifest.path_in(d).exists():
+                m = IndexManifest.load(d)
+                ours, theirs = tok.describe(), m.tokenizer
+                same = (ours.get("sha256") == theirs.get("sha256")) if ours.get("sha256") and theirs.get("sha256") \
+                    else ours.get("name") == theirs.get("name")
+                if not same:
+                    raise UserError(f"{d} was built with tokenizer {theirs.get('name')!r}, not {tokenizer!r}; pass "
+                                    "the index's own tokenizer")
+                described.append(str(d))
+            else:
+                attach_index(d, tok, dtype=dtype, sidecar=staged / f"part-{k}")
+                described.append(str(base / f"part-{k}"))
+        if staged.exists():
+            if base.exists():
+                shutil.rmtree(base)
+            staged.rename(base)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return register_corpus(lake, name, described)
+
+
 def corpus_row(lake: Lake, name: str) -> dict[str, Any]:
     rows = [r for r in lake.read("corpora").to_pylist() if r["name"] == name]
     if not rows:

@@ -38,16 +38,15 @@ def build(
 @app.command("attach")
 def attach(
     ctx: typer.Context,
-    index_dir: Annotated[Path, typer.Argument(help="Folder of a prebuilt infini-gram v4 index.")],
+    index_dirs: Annotated[list[Path], typer.Argument(help="Folder(s) of a prebuilt infini-gram v4 index; several "
+                                                           "folders (one per shard set) make one corpus.")],
     tokenizer: Annotated[str, typer.Option(help="The tokenizer the index was built with.")],
-    name: Annotated[str | None, typer.Option(help="Corpus name in the warehouse (default: the folder name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Corpus name in the warehouse (default: the first folder's name).")] = None,
     dtype: Annotated[str | None, typer.Option(help="u8, u16 or u32 (default: inferred from file sizes).")] = None,
 ) -> None:
-    """Register a prebuilt infini-gram index (e.g. a public one) as a corpus."""
-    from ingest.corpora import register_corpus
-    from ingest.index.build import IndexManifest, attach_index
+    """Register prebuilt infini-gram index folders as one corpus; nothing is written into them (their
+    manifest and unigram table go into the warehouse), so read-only, shared folders work."""
+    from ingest.corpora import attach_corpus
 
-    if not IndexManifest.path_in(index_dir).exists():
-        attach_index(index_dir, tokenizer, dtype=dtype)
-    row = register_corpus(state(ctx).lake, name or Path(index_dir).resolve().name, [index_dir])
+    row = attach_corpus(state(ctx).lake, name or Path(index_dirs[0]).resolve().name, index_dirs, tokenizer, dtype)
     console.print(f"registered corpus {row['name']!r}: {row['n_docs']:,} documents, {row['n_tokens']:,} tokens")

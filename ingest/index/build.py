@@ -124,6 +124,13 @@ class IndexManifest:
     built_at: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     software: dict[str, str] = field(default_factory=dict)
+    # set for an attached prebuilt index: its shard files stay in this (possibly read-only, shared) folder,
+    # while this manifest and the unigram table live in the warehouse
+    data_dir: str | None = None
+
+    def shard_dir(self, index_dir: str | os.PathLike[str]) -> str:
+        """Where the shard files (tokenized.s, table.s, ...) of the index described in `index_dir` are."""
+        return self.data_dir or str(index_dir)
 
     @staticmethod
     def path_in(index_dir: str | os.PathLike[str]) -> Path:
@@ -577,12 +584,14 @@ def _count_tokens(path: Path, dtype: str, vocab_len: int) -> np.ndarray:
 
 
 def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, dtype: str | None = None,
-                 eos_token_id: int | None = None) -> IndexManifest:
-    """Write `lmaudit-index.json` (and the unigram table) for a prebuilt infini-gram v4 index folder.
+                 eos_token_id: int | None = None, sidecar: str | os.PathLike[str] | None = None) -> IndexManifest:
+    """Describe a prebuilt infini-gram v4 index folder: its manifest and unigram table.
 
     The token width is read from the file sizes (`table.s` = tokens x pointer size) and must agree with
     `dtype` and with the tokenizer. Documents are counted from `offset.s`; unigram counts are computed
-    from `tokenized.s` (the shard files are never modified).
+    from `tokenized.s`; a sample of documents must round-trip through the tokenizer. With `sidecar`, the
+    manifest and the table are written there (in the warehouse) and nothing is written into `index_dir`,
+    which may be read-only and shared; without it they go into `index_dir` (the old layout).
     """
     folder = Path(check_index_path(index_dir))
     if not folder.is_dir():
@@ -627,14 +636,50 @@ def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, 
         info.n_tokens = tok_cnt - info.n_docs
         info.has_metadata = has_meta[0]
         counts += _count_tokens(folder / f"tokenized.{info.shard}", dtype, tok.vocab_size)
+    if int(counts.sum()) == 0:
+        raise UserError(f"{folder} holds no tokens; is it an infini-gram index folder?")
+    _check_tokenizer_round_trip(folder, infos, dtype, tok)
     logp, floor = unigram_logprobs(counts, tok.vocab_size)
-    np.save(folder / LOGPROB_NAME, logp)
+    out = Path(sidecar) if sidecar is not None else folder
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / LOGPROB_NAME, logp)
     manifest = IndexManifest(
         dtype=dtype, vocab_size=tok.vocab_size, separator_id=separator_id(dtype),
         eos_token_id=eos_token_id if eos_token_id is not None else tok.eos_token_id, tokenizer=tok.describe(),
         n_docs=sum(i.n_docs for i in infos), n_tokens=int(counts.sum()), shards=infos, text_field=None,
         unigram_floor=floor, token_width=width, attached=True,
         built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), software=_software(),
+        data_dir=str(folder.resolve()) if sidecar is not None else None,
     )
-    manifest.save(folder)
+    manifest.save(out)
     return manifest
+
+
+def _check_tokenizer_round_trip(folder: Path, infos: list[ShardInfo], dtype: str, tok: Tokenizer,
+                                n_docs: int = 8, n_tokens: int = 200) -> None:
+    """The tokenizer must be the index's: a few documents' first tokens, decoded and encoded again, give
+    the same ids (a BPE re-encoding can differ at the cut, so only the first 3/4 are compared). With a wrong
+    tokenizer of the same width most documents come back as other ids."""
+    width = TOKEN_WIDTH[dtype]
+    sep = separator_id(dtype)
+    tried = agreed = 0
+    for info in infos:
+        data = np.memmap(folder / f"tokenized.{info.shard}", dtype=NUMPY_DTYPE[dtype], mode="r")
+        offsets = np.memmap(folder / f"offset.{info.shard}", dtype=np.uint64, mode="r")
+        for k in range(0, len(offsets), max(1, len(offsets) // n_docs)):
+            start = int(offsets[k]) // width + 1  # after the document separator
+            ids = [int(t) for t in data[start:start + n_tokens]]
+            if sep in ids:
+                ids = ids[:ids.index(sep)]
+            if len(ids) < 8:
+                continue
+            keep = max(4, 3 * len(ids) // 4)
+            tried += 1
+            agreed += list(tok.encode(tok.decode(ids)))[:keep] == ids[:keep]
+            if tried >= n_docs:
+                break
+        if tried >= n_docs:
+            break
+    if tried and agreed < (tried + 1) // 2:
+        raise UserError(f"{folder}: only {agreed} of {tried} sampled documents decode and re-encode to the same "
+                        f"ids with tokenizer {tok.name}; it is not the tokenizer this index was built with")

@@ -260,9 +260,12 @@ class IndexEngine:
         ds_d, sa_d, od_d = prefetch_depths
         if min(prefetch_depths) < 0 or sa_d < ds_d:
             raise ValueError("prefetch depths must be >= 0 with sa >= ds")
-        self.index_dirs: list[str] = [check_index_path(d) for d in index_dirs]
+        # index_dirs hold the manifests; an attached prebuilt index keeps its shard files elsewhere
+        # (manifest.data_dir, often read-only and shared): the engine and the maps read those
+        self.index_dirs: list[str] = [os.path.abspath(d) for d in index_dirs]
         self.manifests: list[IndexManifest] = [IndexManifest.load(d) for d in self.index_dirs]
-        for d, m in zip(self.index_dirs, self.manifests):
+        self.data_dirs: list[str] = [check_index_path(m.shard_dir(d)) for d, m in zip(self.index_dirs, self.manifests)]
+        for d, m in zip(self.data_dirs, self.manifests):
             _validate_dir(d, m)
         first = self.manifests[0]
         for d, m in zip(self.index_dirs[1:], self.manifests[1:]):
@@ -281,7 +284,7 @@ class IndexEngine:
         self.reopen_every = reopen_every
         self.load_to_ram = load_to_ram
         # (index_dir, file shard number, ShardInfo) in engine order
-        self._shards = [(d, s, m.shards[s]) for d, m in zip(self.index_dirs, self.manifests)
+        self._shards = [(d, s, m.shards[s]) for d, m in zip(self.data_dirs, self.manifests)
                         for s in engine_shard_order(len(m.shards))]
         self._doc_base = []
         base = 0
@@ -310,7 +313,7 @@ class IndexEngine:
         eos = self.eos_token_id if self.eos_token_id is not None and self.eos_token_id < self.separator_id \
             else self.separator_id
         ds_d, sa_d, od_d = self.prefetch_depths
-        return cls(self.index_dirs, eos, vocab, 4, self.load_to_ram, ds_d, sa_d, od_d, set(), 512, False, {})
+        return cls(self.data_dirs, eos, vocab, 4, self.load_to_ram, ds_d, sa_d, od_d, set(), 512, False, {})
 
     def reopen(self) -> None:
         """Drop and recreate the C++ engine and our maps (returns their page tables to the OS)."""
