@@ -64,7 +64,10 @@ def run_dbt(home: Path, args: Sequence[str], on_event=None):
     with _dbt_environment(home):
         runner = dbtRunner(callbacks=[on_event] if on_event else [])
         try:
-            return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet"])
+            # dbt's own console log is off (the log file keeps everything): a full disk or a broken source
+            # used to print a traceback per model before our one line; failures reach us through on_event
+            return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet",
+                                  "--log-level", "none"])
         finally:
             _release_duckdb()
 
@@ -142,7 +145,8 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
     result = BuildResult(success=False)
     console = Console(stderr=True)
     bar = Progress(TextColumn("[bold]dbt build"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                   TimeElapsedColumn(), console=console, disable=not progress, transient=True)
+                   TimeElapsedColumn(), console=console, disable=not progress or not console.is_terminal,
+                   transient=True)
     task = bar.add_task("starting", total=None)
 
     def on_event(event) -> None:

@@ -1,12 +1,14 @@
 """Entry point of `lmaudit`: the command tree and the user-error boundary.
 
-User errors (`UserError`) print one line and exit 2; anything else is a bug and keeps its traceback.
+Usage and user errors (`UserError`) print one line and exit 2; a failed step (`StepFailed`) one line and
+exit 1; anything else is a bug: one line naming the file in `<warehouse>/logs/` that holds its traceback.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -92,12 +94,16 @@ def _crash_log(e: BaseException, argv: list[str] | None = None) -> str:
         folder = resolve_home(state_warehouse(argv)) / "logs"
         folder.mkdir(parents=True, exist_ok=True)
     except Exception:  # noqa: BLE001 - no usable warehouse: the temp folder
-        from pathlib import Path
-
         folder = Path(tempfile.gettempdir())
-    path = folder / f"lmaudit-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    path.write_text("".join(traceback.format_exception(e)))
-    return str(path)
+    name = f"lmaudit-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    text = "".join(traceback.format_exception(e))
+    for where in (folder, Path(tempfile.gettempdir())):
+        try:
+            (where / name).write_text(text)
+            return str(where / name)
+        except OSError:  # a read-only or full warehouse: try the temp folder
+            continue
+    return "nowhere (the warehouse and the temp folder are not writable)"
 
 
 def state_warehouse(argv: list[str] | None = None) -> str | None:
@@ -111,11 +117,24 @@ def state_warehouse(argv: list[str] | None = None) -> str | None:
     return None
 
 
+def _print_error(message: str) -> None:
+    """`error: <message>` on one line. The message is never read as rich markup: a path or a value with
+    `[/x]` in it once turned the error line itself into a MarkupError traceback."""
+    from rich.text import Text
+
+    line = Text("error:", style="red")
+    line.append(" " + _one_line(message))
+    try:
+        err_console.print(line, highlight=False, soft_wrap=True)
+    except Exception:  # noqa: BLE001 - a broken terminal: plain stderr still says it
+        sys.stderr.write(f"error: {_one_line(message)}\n")
+
+
 def run(argv: list[str] | None = None) -> int:
     """The one error path: a user or usage error prints one line and exits 2; a failed step exits 1; an
     interrupt 130; anything unexpected prints one line naming where its traceback was written, and exits 1."""
     def fail(message: str, code: int) -> int:
-        err_console.print(f"[red]error:[/red] {_one_line(message)}", highlight=False, soft_wrap=True)
+        _print_error(message)
         return code
 
     try:
@@ -136,6 +155,8 @@ def run(argv: list[str] | None = None) -> int:
             err_console.print("aborted")
             return 130
         if _click_like(e):
+            if _is_usage_error(e) and not e.format_message().strip():
+                return 2  # no_args_is_help: the help was the answer, click's exit status stays
             hint = ""
             ctx = getattr(e, "ctx", None)
             if _is_usage_error(e):

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 from rich.table import Column, Table
+from rich.text import Text
 
-from ingest.cli.context import console, err_console, state
-from ingest.errors import UserError
+from ingest.cli.context import console, state
+from ingest.errors import StepFailed, UserError
 from ingest.home import db_path
 
 
@@ -31,11 +32,16 @@ def build(
 
     st = state(ctx)
     result = run_build(st.home, select or (), exclude or (), full_refresh, vars_)
-    for f in result.failures:
-        err_console.print(f"[red]x[/red] {f}")
-    (console if result.success else err_console).print(result.summary())
-    if not result.success:
-        raise typer.Exit(1)
+    if result.success:
+        console.print(result.summary())
+        return
+    shown = 10
+    for f in result.failures[:shown]:
+        console.print(Text("x ", style="red") + Text(f))
+    if len(result.failures) > shown:
+        console.print(f"... and {len(result.failures) - shown} more failures", markup=False)
+    first = f"; first: {result.failures[0]}" if result.failures else ""
+    raise StepFailed(f"{result.summary()}{first} (details in {st.home / 'dbt' / 'logs' / 'dbt.log'})")
 
 
 def sql(
@@ -99,16 +105,17 @@ def _print_rows(cols: list[str], rows: list[tuple]) -> None:
     text = [any(isinstance(r[i], str) for r in rows) for i in range(len(cols))]
     need = [min(n, 32) if t else n for n, t in zip(natural, text)]  # rich never breaks a header or a number
     if sum(need) + 3 * len(cols) + 1 <= console.width:
-        table = Table(*(Column(c, overflow="fold", min_width=n) for c, n in zip(cols, need)), show_lines=False)
+        # Text, not str: a value like '[/x]' is data, not rich markup (it used to crash the printing)
+        table = Table(*(Column(Text(c), overflow="fold", min_width=n) for c, n in zip(cols, need)), show_lines=False)
         for r in cells:
-            table.add_row(*r)
+            table.add_row(*(Text(v) for v in r))
         console.print(table)
         return
     pad = max(len(c) for c in cols)
     for k, r in enumerate(cells, 1):
-        console.print(f"[dim]-- row {k} --[/dim]")
+        console.print(Text(f"-- row {k} --", style="dim"))
         for c, v in zip(cols, r):
-            console.print(f"{c.ljust(pad)} : {v}", highlight=False, soft_wrap=True)
+            console.print(f"{c.ljust(pad)} : {v}", highlight=False, soft_wrap=True, markup=False)
 
 
 def export(
