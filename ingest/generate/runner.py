@@ -3,6 +3,10 @@
 The work list (prompt x sample index) is fixed by the run's parameters and cut into chunks; each chunk is
 one atomic lake partition. A killed run is re-run with the same command: finished chunks are skipped,
 the others are generated again from the same seeds, so the final rows equal an uninterrupted run's.
+
+The runs row is written last and commits the run: the staging views show no generation whose run has no
+runs row, so a run killed half way is invisible (not half counted) until its re-run finishes. Chunks
+record the run's fingerprint; chunks of an unfinished run with other parameters are removed, not reused.
 """
 
 from __future__ import annotations
@@ -95,6 +99,18 @@ class GenerateWorker:
         return self.backend.generate(requests, sampling)
 
 
+def _drop_stale_chunks(lake: Lake, run_id: str, fingerprint: str, n_chunks: int) -> None:
+    """Chunks left by an unfinished (uncommitted) run of this id with other parameters or more chunks: not
+    ours to resume, and they would become visible with our runs row."""
+    ours = {partition_name("run", run_id, f"chunk-{ci:06d}") for ci in range(n_chunks)}
+    for part in lake.partitions("generations"):
+        rec = lake.record("generations", part) or {}
+        if part in ours and rec.get("fingerprint") == fingerprint:
+            continue
+        if part in ours or rec.get("run_id") == run_id:
+            lake.delete("generations", part)
+
+
 def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Sequence[PromptUnit],
                    progress: bool = True, executor=None, backend_kwargs: dict | None = None) -> RunSummary:
     """Generate every (prompt, sample) of the run. With an `executor`, workers load the model themselves
@@ -111,10 +127,11 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
                             "--run-id (or delete the old run) instead of mixing two runs")
     started = existing[0]["started_at"] if existing else datetime.now(timezone.utc)
     n_samples = max(u.n_samples for u in units)
-    lake.write("runs", run_part, [_run_row(spec, fp, n_samples, started, None)])
 
     work = _work_list(spec, units)
     chunks = [work[i:i + spec.chunk_size] for i in range(0, len(work), spec.chunk_size)]
+    if not existing:
+        _drop_stale_chunks(lake, spec.run_id, fp, len(chunks))
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
 
@@ -147,7 +164,7 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
             rows = [{"generation_id": o.key, "run_id": spec.run_id, "prompt_id": u.prompt_id, "sample_idx": g,
                      "seed": spec.seed_base + g, "text": o.text, "n_tokens": len(o.token_ids),
                      "finish_reason": o.finish_reason} for (u, g), o in zip(chunk, outs)]
-            lake.write("generations", part, rows, meta={"fingerprint": fp})
+            lake.write("generations", part, rows, meta={"fingerprint": fp, "run_id": spec.run_id})
             tokens += sum(len(o.token_ids) for o in outs)
             el = time.perf_counter() - t0
             bar.update(task, advance=len(chunk), rate=f"{tokens / el:,.0f} tok/s" if el > 0 else "")

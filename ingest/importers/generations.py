@@ -143,10 +143,12 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
     }
     part = partition_name("run", run_id)
     replaced = bool(lake.partitions("runs")) and part in lake.partitions("runs")
-    # Order matters for a crash: prompts, then generations, then the run row that marks completion.
-    if new_prompts:
-        lake.write("prompts", partition_name("import", run_id, make_key(*sorted(p["prompt_id"] for p in new_prompts))), new_prompts)
-    lake.write("generations", part, rows, meta={"source_sha256": sha})
-    lake.write("runs", part, [run])
+    # One transaction: prompts, generations and the runs row become visible together or not at all (a crash,
+    # a full disk); a commit cut short is finished by the next lake use.
+    with lake.transaction():
+        if new_prompts:
+            lake.write("prompts", partition_name("import", run_id, make_key(*sorted(p["prompt_id"] for p in new_prompts))), new_prompts)
+        lake.write("generations", part, rows, meta={"source_sha256": sha})
+        lake.write("runs", part, [run])
     return ImportSummary(run_id, len(rows), len(new_prompts), replaced,
                          n_blank=sum(not r["text"].strip() for r in rows))
