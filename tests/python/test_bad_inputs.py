@@ -3,7 +3,10 @@ traceback, and a lake that is byte-for-byte what it was before.
 
 Every case runs the real command line (`ingest.cli.main.run`, the `lmaudit` entry point) in this process
 against a copy of one small warehouse: a byte-level index of 60 documents, its registered corpus and an
-imported run. A few cases that need the process boundary (SIGBUS, argv) are in test_cli_errors.py.
+imported run. Faults (a full disk, a read-only warehouse, a build already running) are injected with
+monkeypatch. The cases that need a process boundary run the installed `lmaudit` script: usage errors,
+a random suffix array (it used to SIGBUS), `build && export` after a failed build, and kill -9 at every
+rename of an import and between the chunks of a generation (the lake shows all of it or none of it).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class Case:
     setup: Callable[[Path, Path], None] | None = None   # (home, data) -> None, before the lake snapshot
     rc: int = 2
     extra: list[str] = field(default_factory=list)
+    fault: Callable[[pytest.MonkeyPatch, Path], None] | None = None  # (monkeypatch, home): a fault to inject
 
 
 def _write(path: Path, text: str | bytes) -> None:
@@ -60,6 +64,17 @@ def base(tmp_path_factory) -> dict[str, Path]:
     _write(data / "bad.parquet", b"PAR1 not really")
     _write(data / "latin1.jsonl", b'{"text": "caf\xe9"}\n')
     _write(data / "afile", "a file, not a folder")
+    lines = {
+        "seed_1e23": '{"text": "a", "seed": 1e23}', "seed_2_63": '{"text": "a", "seed": 9223372036854775808}',
+        "sample_idx_2_31": '{"text": "a", "sample_idx": 2147483648}', "seed_negative": '{"text": "a", "seed": -1}',
+        "surrogate_text": '{"text": "a\\ud800b"}', "surrogate_prompt": '{"text": "a", "prompt": "\\udfff"}',
+        "text_number": '{"text": 5}', "no_text": '{"prompt": "p"}', "not_json": '{"text": "a"',
+        "dup_sample": '{"text": "a", "prompt_id": "p", "sample_idx": 0}\n{"text": "b", "prompt_id": "p", "sample_idx": 0}',
+        "two_prompt_texts": '{"text": "a", "prompt_id": "p", "prompt": "x"}\n{"text": "b", "prompt_id": "p", "prompt": "y"}',
+        "seed_text": '{"text": "a", "seed": "forty-two"}', "empty": "",
+    }
+    for name, body in lines.items():
+        _write(data / f"{name}.jsonl", body + ("\n" if body else ""))
     home = root / "wh"
     assert run(["-w", str(home), "index", "build", str(data / "corpus.jsonl"), "--tokenizer", "bytes",
                 "--out", str(root / "idx"), "--name", "mini"]) == 0
@@ -101,6 +116,53 @@ def _damaged_index(how: str) -> Callable[[Path, Path], None]:
 
 def _broken_partition(home: Path, data: Path) -> None:
     _write(home / "lake" / "prompts" / "broken.parquet", b"PAR1 truncated")
+
+
+def _broken_generations(home: Path, data: Path) -> None:
+    _write(home / "lake" / "generations" / "broken.parquet", b"PAR1 truncated")
+
+
+def _duplicate_generations(home: Path, data: Path) -> None:
+    """Every file readable, a data test fails (two partitions hold the same generation ids)."""
+    gens = home / "lake" / "generations"
+    src = next(p for p in gens.glob("*.parquet") if p.name != "_schema.parquet")
+    shutil.copy(src, gens / "copy.parquet")
+
+
+def _disk_full(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """ENOSPC half way through a Parquet file, as a full file system does."""
+    import errno
+
+    import pyarrow.parquet as pq
+
+    def full(table, where, **kw):
+        Path(where).write_bytes(b"PAR1 half a file")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full)
+
+
+def _read_only_disk(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    import errno
+
+    import pyarrow.parquet as pq
+
+    def ro(table, where, **kw):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(pq, "write_table", ro)
+
+
+_LOCKS: list = []
+
+
+def _build_running(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Another build holds the warehouse's build lock (flock is per open file, so this process counts)."""
+    import fcntl
+
+    fh = open(home / ".build.lock", "a")  # noqa: SIM115 - held until the test's end
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    _LOCKS.append(fh)
 
 
 def _second_classifier(home: Path, data: Path) -> None:
@@ -237,12 +299,47 @@ CASES = [
     Case("score: no references", ["score", "--model", "m", "--reference"], "no reference documents"),
     Case("reference import: no file", ["reference", "import", "{root}/none.jsonl"], "none.jsonl"),
     Case("build: a broken lake partition", ["build"], "broken.parquet is unreadable", setup=_broken_partition),
+    Case("import: seed 1e23", [*IMPORT, "{data}/seed_1e23.jsonl", "--run-id", "x", *GEN_OPTS],
+         "larger than the warehouse stores"),
+    Case("import: seed 2**63", [*IMPORT, "{data}/seed_2_63.jsonl", "--run-id", "x", *GEN_OPTS],
+         "larger than the warehouse stores"),
+    Case("import: sample_idx 2**31", [*IMPORT, "{data}/sample_idx_2_31.jsonl", "--run-id", "x", *GEN_OPTS],
+         "larger than the warehouse stores"),
+    Case("import: negative seed", [*IMPORT, "{data}/seed_negative.jsonl", "--run-id", "x", *GEN_OPTS],
+         "must be a non-negative integer"),
+    Case("import: seed that is text", [*IMPORT, "{data}/seed_text.jsonl", "--run-id", "x", *GEN_OPTS], "'seed'"),
+    Case("import: lone surrogate in text", [*IMPORT, "{data}/surrogate_text.jsonl", "--run-id", "x", *GEN_OPTS],
+         "has a character with no UTF-8 form"),
+    Case("import: lone surrogate in prompt", [*IMPORT, "{data}/surrogate_prompt.jsonl", "--run-id", "x", *GEN_OPTS],
+         "has a character with no UTF-8 form"),
+    Case("import: text is a number", [*IMPORT, "{data}/text_number.jsonl", "--run-id", "x", *GEN_OPTS],
+         "'text' must be a string"),
+    Case("import: no text", [*IMPORT, "{data}/no_text.jsonl", "--run-id", "x", *GEN_OPTS], "missing 'text'"),
+    Case("import: not JSON", [*IMPORT, "{data}/not_json.jsonl", "--run-id", "x", *GEN_OPTS], "not_json.jsonl"),
+    Case("import: duplicate sample", [*IMPORT, "{data}/dup_sample.jsonl", "--run-id", "x", *GEN_OPTS],
+         "duplicate (prompt_id=p, sample_idx=0)"),
+    Case("import: one prompt id, two texts", [*IMPORT, "{data}/two_prompt_texts.jsonl", "--run-id", "x", *GEN_OPTS],
+         "has two different prompt texts"),
+    Case("import: empty file", [*IMPORT, "{data}/empty.jsonl", "--run-id", "x", *GEN_OPTS], "no generations found"),
+    Case("import: disk full", [*IMPORT, "{data}/gens.jsonl", "--run-id", "x", *GEN_OPTS],
+         "No space left on device", fault=_disk_full),
+    Case("import: disk full on a re-import", [*IMPORT, "{data}/gens.jsonl", "--run-id", "r1", *GEN_OPTS],
+         "No space left on device", fault=_disk_full),
+    Case("import: read-only warehouse", [*IMPORT, "{data}/gens.jsonl", "--run-id", "x", *GEN_OPTS],
+         "Read-only file system", fault=_read_only_disk),
+    Case("prompts build: disk full", ["prompts", "build", "--corpus", "mini", "--setting", "unconditional",
+                                      "--n", "3"], "No space left on device", fault=_disk_full),
+    Case("trace: a broken lake partition", ["trace", "--run", "r1", "--corpus", "mini"], "broken.parquet",
+         setup=_broken_generations),
+    Case("build: a data test fails (exit 1)", ["build", "-s", "stg_generations", "-s", "stg_runs", "-s", "stg_prompts"],
+         "dbt build FAILED", rc=1, setup=_duplicate_generations),
+    Case("build: another build is running", ["build"], "another `lmaudit build` is running", fault=_build_running),
     Case("demo: unknown size", ["demo", "--size", "huge"], "unknown size 'huge'"),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, capsys) -> None:
+def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, capsys, monkeypatch) -> None:
     root = tmp_path
     home = root / "wh"
     shutil.copytree(base["home"], home)
@@ -252,10 +349,16 @@ def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, c
     if case.setup:
         case.setup(home, data)
     before = _lake_digest(home)
+    if case.fault:
+        case.fault(monkeypatch, home)
     fill = {"home": str(home), "data": str(data), "idx": str(root / "idx"), "root": str(root)}
     args = [a.format(**fill) for a in case.args]
     capsys.readouterr()
-    rc = run(["-w", str(home), *args])
+    try:
+        rc = run(["-w", str(home), *args])
+    finally:
+        while _LOCKS:
+            _LOCKS.pop().close()
     out = capsys.readouterr()
     err = out.err.strip()
     assert rc == case.rc, (rc, err, out.out[-500:])
@@ -270,3 +373,209 @@ def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, c
 
 def test_the_catalogue_is_long_enough() -> None:
     assert len(CASES) >= 60
+
+
+# -- faults that need a process boundary -------------------------------------------------------------------
+
+def _lmaudit(*args: str, home: Path, env: dict | None = None) -> "subprocess.CompletedProcess[str]":
+    """The installed `lmaudit` script (the real entry point), as a user or cron runs it."""
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "lmaudit"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ingest.cli.main"]
+    return subprocess.run([*cmd, "-w", str(home), *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def _one_error_line(p, rc: int, message: str) -> None:
+    assert p.returncode == rc, (p.returncode, p.stderr[-2000:])
+    assert "Traceback" not in p.stderr + p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--nope"], "No such option: --nope"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+    (["import", "generations"], "Missing argument 'file'"),
+    (["trace", "--run", "r1", "--workers", "abc"], "Invalid value for '--workers'"),
+])
+def test_usage_errors_through_the_real_entry_point(args, message, base) -> None:
+    _one_error_line(_lmaudit(*args, home=base["home"]), 2, message)
+
+
+def test_random_suffix_array_bytes_are_one_line_not_sigbus(base, tmp_path) -> None:
+    """Random bytes in table.0 used to end the process with SIGBUS (exit -7) and no message."""
+    home = tmp_path / "wh"
+    shutil.copytree(base["home"], home)
+    shutil.copytree(base["idx"], tmp_path / "idx")
+    _damaged_index("random-table")(home, base["data"])
+    before = _lake_digest(home)
+    _one_error_line(_lmaudit("trace", "--run", "r1", "--index", str(tmp_path / "idx-bad"), home=home), 2,
+                    "table.0")
+    assert _lake_digest(home) == before
+
+
+def test_build_and_export_stops_after_a_failed_build(base, tmp_path) -> None:
+    """The README's cron line `build && export`: a failed build exits 1, so nothing is exported."""
+    import subprocess
+
+    home = tmp_path / "wh"
+    shutil.copytree(base["home"], home)
+    _duplicate_generations(home, base["data"])
+    exe = Path(os.sys.executable).parent / "lmaudit"
+    if not exe.exists():
+        pytest.skip("the lmaudit script is not installed")
+    p = subprocess.run(["sh", "-c", f'"{exe}" -w "{home}" build -s stg_generations -s stg_runs -s stg_prompts && '
+                                    f'"{exe}" -w "{home}" export --format csv'], capture_output=True, text=True)
+    _one_error_line(p, 1, "dbt build FAILED")
+    assert "unique_stg_generations_generation_id" in p.stdout + p.stderr
+    assert not (home / "exports").exists()
+
+
+def test_a_blank_index_name_publishes_nothing_and_the_retry_works(base, tmp_path, capsys) -> None:
+    home, out = tmp_path / "wh", tmp_path / "new-idx"
+    shutil.copytree(base["home"], home)
+    corpus = str(base["data"] / "corpus.jsonl")
+    assert run(["-w", str(home), "index", "build", corpus, "--tokenizer", "bytes", "--out", str(out),
+                "--name", "  "]) == 2
+    assert not out.exists()
+    assert run(["-w", str(home), "index", "build", corpus, "--tokenizer", "bytes", "--out", str(out),
+                "--name", "mini2"]) == 0
+
+
+def test_sql_prints_values_that_look_like_markup(base, tmp_path, capsys) -> None:
+    """A value or column name like '[/x]' is data: it once crashed the table printer (rich MarkupError)."""
+    home = tmp_path / "wh"
+    shutil.copytree(base["home"], home)
+    capsys.readouterr()
+    assert run(["-w", str(home), "sql", "select '[/x]' as \"[b]\", '[red]' as c"]) == 0
+    out = capsys.readouterr().out
+    assert "[/x]" in out and "[b]" in out and "[red]" in out
+
+
+# -- a crash at every point of a multi-table write ------------------------------------------------------------
+
+_KILL_AT_NTH_RENAME = """
+import os, signal, sys
+n, calls, real = int(sys.argv[1]), [0], os.replace
+def replace(a, b):
+    calls[0] += 1
+    if calls[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)  # kill -9: no cleanup, no finally
+    return real(a, b)
+os.replace = replace
+from ingest.cli.main import run
+sys.exit(run(sys.argv[2:]))
+"""
+
+
+def _visible(home: Path) -> dict:
+    """What the next command sees of the tables an import writes (it finishes a half-applied commit first)."""
+    from ingest.lake import Lake
+
+    lake = Lake(home)
+    runs = {r["run_id"]: (r["model"], r["sampling_params"]) for r in lake.read("runs").to_pylist()}
+    return {
+        "runs": runs,
+        "generations": sorted((r["generation_id"], r["run_id"], r["text"]) for r in lake.read("generations").to_pylist()
+                              if r["run_id"] in runs),  # what stg_generations shows
+        "all_generations": sorted((r["generation_id"], r["text"]) for r in lake.read("generations").to_pylist()),
+        "prompts": sorted((r["prompt_id"], r["text"]) for r in lake.read("prompts").to_pylist()),
+    }
+
+
+@pytest.mark.parametrize("run_id", ["new", "r1"], ids=["first import", "re-import with new texts"])
+def test_kill_9_at_every_rename_of_an_import_leaves_all_or_nothing(base, tmp_path, run_id) -> None:
+    import subprocess
+    import sys
+
+    src = tmp_path / "gens.jsonl"
+    src.write_text("".join(json.dumps({"text": f"kill test {i}", "prompt": f"prompt {i % 2}"}) + "\n" for i in range(4)))
+    args = ["import", "generations", str(src), "--run-id", run_id, "--model", "m2", "--setting", "generic"]
+    before_home = tmp_path / "before"
+    shutil.copytree(base["home"], before_home)
+    before = _visible(before_home)
+    after_home = tmp_path / "after"
+    shutil.copytree(base["home"], after_home)
+    assert run(["-w", str(after_home), *args]) == 0
+    after = _visible(after_home)
+    assert after != before
+    outcomes = []
+    for n in range(1, 40):
+        home = tmp_path / f"k{n}"
+        shutil.copytree(base["home"], home)
+        p = subprocess.run([sys.executable, "-c", _KILL_AT_NTH_RENAME, str(n), "-w", str(home), *args],
+                           capture_output=True, text=True)
+        seen = _visible(home)
+        # sampling_params of an import holds the file's hash: equal rows mean the same import
+        assert seen in (before, after), (n, p.returncode, p.stderr[-500:])
+        outcomes.append(seen == after)
+        shutil.rmtree(home)
+        if p.returncode == 0:
+            break
+        assert p.returncode == -9, p.stderr[-500:]
+    else:
+        pytest.fail("the import never finished")
+    assert len(outcomes) >= 6 and not outcomes[0] and outcomes[-1]  # prompts, generations, runs: staged and applied
+
+
+class _FakeBackend:
+    """Deterministic text per (key, seed); no model."""
+
+    name = "fake"
+
+    def generate(self, requests, sampling):
+        from ingest.generate.backends import GenOutput
+
+        return [GenOutput(r.key, (1, 2, 3), f"text {r.key[:8]} {r.seed}", "length") for r in requests]
+
+
+_KILL_GENERATE = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[3])
+from test_bad_inputs import _FakeBackend, _generate
+from ingest.lake import Lake
+real = Lake.write
+n, calls = int(sys.argv[2]), [0]
+def write(self, table, *a, **k):
+    calls[0] += 1
+    if calls[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(self, table, *a, **k)
+Lake.write = write
+_generate(sys.argv[1])
+"""
+
+
+def _generate(home: str, top_p: float = 0.95) -> None:
+    from ingest.generate.backends import SamplingConfig
+    from ingest.generate.runner import PromptUnit, RunSpec, run_generation
+    from ingest.lake import Lake
+
+    units = [PromptUnit(f"p{i}", (0, 1), 3) for i in range(4)]  # 12 samples, chunks of 5: 3 chunks
+    spec = RunSpec("gen", "m", "unconditional", "fake", None, SamplingConfig(top_p=top_p), chunk_size=5)
+    run_generation(Lake(home), _FakeBackend(), spec, units, progress=False)
+
+
+def test_kill_9_between_generate_chunks_commits_nothing_until_the_rerun(base, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    for n in (1, 2, 3, 4):  # after 0..2 chunks, and after every chunk but before the runs row
+        home = tmp_path / f"g{n}"
+        shutil.copytree(base["home"], home)
+        before = _visible(home)
+        p = subprocess.run([sys.executable, "-c", _KILL_GENERATE, str(home), str(n), str(Path(__file__).parent)],
+                           capture_output=True, text=True)
+        assert p.returncode == -9, p.stderr[-800:]
+        seen = _visible(home)
+        assert seen["runs"] == before["runs"] and seen["generations"] == before["generations"]
+        if n == 4:
+            _generate(str(home), top_p=0.5)  # another run under the same id: the stale chunks are not reused
+            seen = _visible(home)
+            gens = [g for g in seen["generations"] if g[1] == "gen"]
+            assert len(gens) == 12 and "gen" in seen["runs"]
+            assert json.loads(seen["runs"]["gen"][1])["top_p"] == 0.5
+        shutil.rmtree(home)
