@@ -21,6 +21,10 @@ def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
     home = Path(raw).expanduser().resolve()
     if home.exists() and not home.is_dir():
         raise UserError(f"warehouse location {home} is a file, not a folder; pass --warehouse DIR or set {ENV_HOME}")
+    above = next((p for p in home.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise UserError(f"warehouse location {home} is under {above}, which is a file; pass --warehouse DIR or set "
+                        f"{ENV_HOME}")
     return home
 
 

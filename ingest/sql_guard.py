@@ -4,7 +4,7 @@
 (`read_csv('/etc/passwd')`) and write any file (`COPY ... TO`, over lake partitions included). Here:
 - only statements that return rows run (SELECT, incl. WITH / FROM / SUMMARIZE / DESCRIBE / SHOW, and
   EXPLAIN); COPY, EXPORT, ATTACH, INSTALL/LOAD, SET, CREATE ... are refused with the reason;
-- file access is switched off except for the lake folder, which the staging views read
+- file access is switched off except for the lake folder, which the staging views read, and the exports
   (`allowed_directories` + `enable_external_access = false`), and the configuration is locked so a
   query cannot switch it back on.
 Writing files is `lmaudit export`'s job.
@@ -28,7 +28,8 @@ def open_read_only(db: Path, home: Path):
         raise UserError(f"cannot open {db} read-only ({str(e).splitlines()[0]}); "
                         "is `lmaudit build` writing it right now? retry when it finishes") from None
     lake = str((home / "lake").resolve()) + "/"
-    con.execute("set allowed_directories = [?]", [lake])
+    exports = str((home / "exports").resolve()) + "/"
+    con.execute("set allowed_directories = [?, ?]", [lake, exports])  # a list parameter would be one string
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
     return _Guarded(con)

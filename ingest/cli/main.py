@@ -117,6 +117,30 @@ def state_warehouse(argv: list[str] | None = None) -> str | None:
     return None
 
 
+def _environment_error(e: BaseException, argv: list[str] | None) -> str | None:
+    """An OSError that is the machine's state, not a bug: permissions, a read-only or full disk, or a
+    warehouse folder that cannot be created. The one line names the path; None for anything else."""
+    import errno
+
+    if not isinstance(e, OSError) or e.errno is None:
+        return None
+    what = f"{e.filename} " if e.filename else ""
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT):
+        return (f"cannot use {what}({os.strerror(e.errno)}); fix its permissions or free space, then re-run the "
+                "same command")
+    if e.errno in (errno.ENOENT, errno.ENOTDIR) and e.filename:
+        from ingest.home import resolve_home
+
+        try:
+            home, failed = resolve_home(state_warehouse(argv)), Path(os.fsdecode(e.filename)).resolve()
+        except Exception:  # noqa: BLE001 - no warehouse to compare with
+            return None
+        if failed == home or failed in home.parents:
+            return (f"cannot create the warehouse folder {home} ({os.strerror(e.errno)}); choose a writable "
+                    "place with --warehouse DIR or LMAUDIT_HOME")
+    return None
+
+
 def _print_error(message: str) -> None:
     """`error: <message>` on one line. The message is never read as rich markup: a path or a value with
     `[/x]` in it once turned the error line itself into a MarkupError traceback."""
@@ -162,6 +186,9 @@ def run(argv: list[str] | None = None) -> int:
             if _is_usage_error(e):
                 hint = f"; see `{ctx.command_path if ctx is not None else 'lmaudit'} --help`"
             return fail(e.format_message().rstrip(".") + hint, 2 if _is_usage_error(e) else getattr(e, "exit_code", 1) or 1)
+        env = _environment_error(e, argv)
+        if env:
+            return fail(env, 2)
         path = _crash_log(e, argv)
         return fail(f"unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
                     f"(a bug; the traceback is in {path})", 1)

@@ -56,6 +56,12 @@ def trace(
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob, trace_generations
 
+    import os
+
+    limit = 4 * (os.cpu_count() or 1)
+    if executor == "local" and workers > limit:  # each worker is a process holding the index's maps
+        raise UserError(f"--workers {workers} is more than this machine can run ({os.cpu_count()} cores); "
+                        f"use at most {limit}, or --executor ray for a cluster")
     lake = state(ctx).lake
     gens, source = load_generations(lake, run, generations)
     corpus_id = None

@@ -32,7 +32,7 @@ class Case:
     message: str                         # a substring of the one error line
     setup: Callable[[Path, Path], None] | None = None   # (home, data) -> None, before the lake snapshot
     rc: int = 2
-    extra: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)       # global options instead of `-w <the copy>`
     fault: Callable[[pytest.MonkeyPatch, Path], None] | None = None  # (monkeypatch, home): a fault to inject
 
 
@@ -213,6 +213,13 @@ CASES = [
     Case("sql install", ["sql", "install httpfs"], "not LOAD"),
     Case("sql export database", ["sql", "export database '{root}/exp'"], "not EXPORT"),
     Case("sql create", ["sql", "create table t as select 1"], "not CREATE"),
+    Case("sql reads a file next to the lake", ["sql", "select * from read_text('{home}/lake/../.build.lock')"],
+         "reads only the warehouse", setup=lambda home, data: _write(home / ".build.lock", "")),
+    Case("sql reads through ..", ["sql", "select * from read_text('{home}/lake/../../../../../etc/hostname')"],
+         "reads only the warehouse"),
+    Case("sql glob of /", ["sql", "select * from glob('/*')"], "reads only the warehouse"),
+    Case("sql pragma", ["sql", "pragma database_list"], "not PRAGMA"),
+    Case("sql two statements, one a COPY", ["sql", "select 1; copy (select 1) to '{root}/x.csv'"], "not COPY"),
     Case("sql empty", ["sql", ""], "the query is empty"),
     Case("sql syntax", ["sql", "selec 1"], "query failed: Parser Error"),
     Case("sql unknown table", ["sql", "select * from nope"], "query failed: Catalog Error"),
@@ -335,6 +342,11 @@ CASES = [
          "dbt build FAILED", rc=1, setup=_duplicate_generations),
     Case("build: another build is running", ["build"], "another `lmaudit build` is running", fault=_build_running),
     Case("demo: unknown size", ["demo", "--size", "huge"], "unknown size 'huge'"),
+    Case("warehouse under a file", ["init"], "which is a file", extra=["-w", "{data}/afile/wh"]),
+    Case("warehouse cannot be created", ["build"], "/proc/lmaudit-wh", extra=["-w", "/proc/lmaudit-wh"]),
+    Case("trace: --workers beyond the machine", ["trace", "--run", "r1", "--corpus", "mini", "--workers", "100000"],
+         "is more than this machine can run"),
+
 ]
 
 
@@ -355,7 +367,7 @@ def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, c
     args = [a.format(**fill) for a in case.args]
     capsys.readouterr()
     try:
-        rc = run(["-w", str(home), *args])
+        rc = run([*(case.extra and [a.format(**fill) for a in case.extra] or ["-w", str(home)]), *args])
     finally:
         while _LOCKS:
             _LOCKS.pop().close()
