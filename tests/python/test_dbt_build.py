@@ -50,13 +50,16 @@ def test_build_on_imported_generations(home: Path, tmp_path: Path) -> None:
 
 
 def test_data_tests_fail_on_orphan_rows(home: Path) -> None:
-    """The relationship test must catch generations whose run is missing (the tests can fail)."""
-    Lake(home).write("generations", "orphans", [{
-        "generation_id": make_key("ghost", None, 0), "run_id": "ghost", "prompt_id": None, "sample_idx": 0,
-        "seed": None, "text": "boo", "n_tokens": None, "finish_reason": None}])
+    """The relationship test must catch generations whose prompt is missing (the tests can fail). (A generation
+    whose run is missing is not an orphan but uncommitted: stg_generations hides it, see the lake writer.)"""
+    lake = Lake(home)
+    lake.write("runs", "ghost", [{"run_id": "ghost", "model": "m", "setting": "generic"}])
+    lake.write("generations", "orphans", [{
+        "generation_id": make_key("ghost", "no-such-prompt", 0), "run_id": "ghost", "prompt_id": "no-such-prompt",
+        "sample_idx": 0, "seed": None, "text": "boo", "n_tokens": None, "finish_reason": None}])
     result = build(home, progress=False)
     assert not result.success
-    assert any("relationships_stg_generations_run_id" in f for f in result.failures), result.failures
+    assert any("relationships_stg_generations_prompt_id" in f for f in result.failures), result.failures
     # a partial build runs only tests whose parents are all selected (DBT_INDIRECT_SELECTION=cautious)
     partial = build(home, select=["stg_generations"], progress=False)
     assert partial.success, partial.failures
