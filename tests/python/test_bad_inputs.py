@@ -72,6 +72,7 @@ def base(tmp_path_factory) -> dict[str, Path]:
         "dup_sample": '{"text": "a", "prompt_id": "p", "sample_idx": 0}\n{"text": "b", "prompt_id": "p", "sample_idx": 0}',
         "two_prompt_texts": '{"text": "a", "prompt_id": "p", "prompt": "x"}\n{"text": "b", "prompt_id": "p", "prompt": "y"}',
         "seed_text": '{"text": "a", "seed": "forty-two"}', "empty": "",
+        "with_prompts": '{"text": "a", "prompt": "new prompt 1"}\n{"text": "b", "prompt": "new prompt 2"}',
     }
     for name, body in lines.items():
         _write(data / f"{name}.jsonl", body + ("\n" if body else ""))
@@ -138,6 +139,23 @@ def _disk_full(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     def full(table, where, **kw):
         Path(where).write_bytes(b"PAR1 half a file")
         raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full)
+
+
+def _disk_full_after_prompts(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """The prompts partition fits, the generations do not: this used to leave orphan prompts."""
+    import errno
+
+    import pyarrow.parquet as pq
+
+    real, calls = pq.write_table, []
+
+    def full(table, where, **kw):
+        calls.append(where)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(table, where, **kw)
 
     monkeypatch.setattr(pq, "write_table", full)
 
@@ -330,6 +348,8 @@ CASES = [
     Case("import: empty file", [*IMPORT, "{data}/empty.jsonl", "--run-id", "x", *GEN_OPTS], "no generations found"),
     Case("import: disk full", [*IMPORT, "{data}/gens.jsonl", "--run-id", "x", *GEN_OPTS],
          "No space left on device", fault=_disk_full),
+    Case("import: disk full after the prompts", [*IMPORT, "{data}/with_prompts.jsonl", "--run-id", "x", *GEN_OPTS],
+         "No space left on device", fault=_disk_full_after_prompts),
     Case("import: disk full on a re-import", [*IMPORT, "{data}/gens.jsonl", "--run-id", "r1", *GEN_OPTS],
          "No space left on device", fault=_disk_full),
     Case("import: read-only warehouse", [*IMPORT, "{data}/gens.jsonl", "--run-id", "x", *GEN_OPTS],
@@ -379,6 +399,7 @@ def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, c
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert case.message in lines[0], (case.message, lines[0])
     assert _lake_digest(home) == before
+    assert not list((home / "lake").glob("_tmp/txn-*")) and not list((home / "lake").glob("_txn/*"))  # nothing staged
     assert not (home / "classifiers").exists() or case.setup is not _second_classifier or \
         (home / "classifiers" / "other" / "meta.json").exists()
 
