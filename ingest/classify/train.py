@@ -265,21 +265,23 @@ def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] |
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
 
-    # lake: old generation scores of this classifier go first (they came from the replaced model)
+    # lake, as one transaction (the old scores, the new posteriors and the classifiers row are visible together):
+    # old generation scores of this classifier go (they came from the replaced model)
     replaced = partition_name("clf", name) in lake.partitions("classifiers")
-    for part in lake.partitions("classifier_outputs"):
-        if part.startswith(f"gen--{cid}"):
-            lake.delete("classifier_outputs", part)
     rows = [{"output_id": make_key(cid, rid), "classifier_id": cid, "item_id": rid, "item_kind": "reference",
              "fold": int(f), "probs": p.tolist()} for rid, f, p in zip(refs["ref_doc_id"], folds, probs)]
-    lake.write("classifier_outputs", partition_name("ref", cid), rows)
     fitted_on = (f"reference_docs: {len(texts)} documents of {k} domains, {len(fold_ids)}-fold cross-fitted; "
                  f"{calibration} calibration on fold {calibration_fold} ({int(cal_mask.sum())} documents)")
-    lake.write("classifiers", partition_name("clf", name), [{
-        "classifier_id": cid, "name": name, "backend": backend,
-        "params": json.dumps(_clean(all_params), sort_keys=True),
-        "domains": domains, "temperature": float(temperature), "fitted_on": fitted_on,
-        "created_at": datetime.now(timezone.utc)}])
+    with lake.transaction():
+        for part in lake.partitions("classifier_outputs"):
+            if part.startswith(f"gen--{cid}"):
+                lake.delete("classifier_outputs", part)
+        lake.write("classifier_outputs", partition_name("ref", cid), rows)
+        lake.write("classifiers", partition_name("clf", name), [{
+            "classifier_id": cid, "name": name, "backend": backend,
+            "params": json.dumps(_clean(all_params), sort_keys=True),
+            "domains": domains, "temperature": float(temperature), "fitted_on": fitted_on,
+            "created_at": datetime.now(timezone.utc)}])
     nll_h = report["nll"]["heldout_folds"]
     return TrainSummary(classifier_id=cid, name=name, backend=backend, domains=tuple(domains), n_docs=len(texts),
                         folds=len(fold_ids), temperature=float(temperature), oof_accuracy=oof_acc,
