@@ -453,11 +453,12 @@ def test_random_suffix_array_bytes_are_one_line_not_sigbus(base, tmp_path) -> No
 def test_build_and_export_stops_after_a_failed_build(base, tmp_path) -> None:
     """The README's cron line `build && export`: a failed build exits 1, so nothing is exported."""
     import subprocess
+    import sys
 
     home = tmp_path / "wh"
     shutil.copytree(base["home"], home)
     _duplicate_generations(home, base["data"])
-    exe = Path(os.sys.executable).parent / "lmaudit"
+    exe = Path(sys.executable).parent / "lmaudit"
     if not exe.exists():
         pytest.skip("the lmaudit script is not installed")
     p = subprocess.run(["sh", "-c", f'"{exe}" -w "{home}" build -s stg_generations -s stg_runs -s stg_prompts && '
