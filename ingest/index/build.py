@@ -566,21 +566,52 @@ def _infer_width(ds_bytes: int, sa_bytes: int) -> list[int]:
             if ds_bytes % w == 0 and ds_bytes and sa_bytes == (ds_bytes // w) * _ptr_size(ds_bytes)]
 
 
-def _count_tokens(path: Path, dtype: str, vocab_len: int) -> np.ndarray:
+def _count_tokens(path: Path, dtype: str, vocab_len: int, n_docs: int | None = None) -> np.ndarray:
+    """Unigram counts of one `tokenized.s` (separators excluded). With `n_docs`, the file must hold exactly
+    that many separators (one per entry of `offset.s`): another index's offsets, or a file cut or joined,
+    fail here instead of returning documents that straddle two others."""
     mm = np.memmap(path, dtype=NUMPY_DTYPE[dtype], mode="r")
     counts = np.zeros(vocab_len, dtype=np.int64)
     sep = separator_id(dtype)
     step = 1 << 24
+    n_sep = 0
     for i in range(0, len(mm), step):
         chunk = np.asarray(mm[i:i + step])
-        chunk = chunk[chunk != sep]
+        is_sep = chunk == sep
+        n_sep += int(is_sep.sum())
+        chunk = chunk[~is_sep]
         if len(chunk):
             if int(chunk.max()) >= vocab_len:
                 raise UserError(f"{path} holds token id {int(chunk.max())} >= vocabulary size {vocab_len}; "
                                 "wrong tokenizer for this index")
             counts += np.bincount(chunk, minlength=vocab_len)
     del mm
+    if n_docs is not None and n_sep != n_docs:
+        raise UserError(f"{path} holds {n_sep} document separators but {path.with_name('offset' + path.suffix).name} "
+                        f"lists {n_docs} documents; the files belong to different indexes or are damaged")
     return counts
+
+
+def _check_offsets(folder: Path, info: ShardInfo, dtype: str) -> None:
+    """`offset.s` must start at 0, increase, and point at separators (a sample of them: the separator count
+    is checked in full by `_count_tokens`)."""
+    width = TOKEN_WIDTH[dtype]
+    od = np.memmap(folder / f"offset.{info.shard}", dtype="<u8", mode="r")
+    step = 1 << 22
+    prev = -1
+    for i in range(0, len(od), step):
+        chunk = np.asarray(od[i:i + step]).astype(np.int64)
+        if (i == 0 and chunk[0] != 0) or int(chunk[0]) <= prev or (len(chunk) > 1 and np.any(np.diff(chunk) <= 0)) \
+                or int(chunk[-1]) >= info.ds_bytes or np.any(chunk % width):
+            raise UserError(f"{folder}/offset.{info.shard} is not an increasing list of document starts inside "
+                            f"tokenized.{info.shard}; the index is damaged or its files are mixed up")
+        prev = int(chunk[-1])
+    data = np.memmap(folder / f"tokenized.{info.shard}", dtype=NUMPY_DTYPE[dtype], mode="r")
+    picks = np.unique(np.linspace(0, len(od) - 1, num=min(len(od), 1024)).astype(np.int64))
+    if np.any(np.asarray(data[np.asarray(od[picks]).astype(np.int64) // width]) != separator_id(dtype)):
+        raise UserError(f"{folder}/offset.{info.shard} points at tokens that are not document separators; the "
+                        "index is damaged or its files are mixed up")
+    del od, data
 
 
 def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, dtype: str | None = None,
@@ -635,14 +666,12 @@ def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, 
         tok_cnt = info.ds_bytes // width
         info.n_tokens = tok_cnt - info.n_docs
         info.has_metadata = has_meta[0]
-        counts += _count_tokens(folder / f"tokenized.{info.shard}", dtype, tok.vocab_size)
+        _check_offsets(folder, info, dtype)
+        counts += _count_tokens(folder / f"tokenized.{info.shard}", dtype, tok.vocab_size, info.n_docs)
     if int(counts.sum()) == 0:
         raise UserError(f"{folder} holds no tokens; is it an infini-gram index folder?")
     _check_tokenizer_round_trip(folder, infos, dtype, tok)
     logp, floor = unigram_logprobs(counts, tok.vocab_size)
-    out = Path(sidecar) if sidecar is not None else folder
-    out.mkdir(parents=True, exist_ok=True)
-    np.save(out / LOGPROB_NAME, logp)
     manifest = IndexManifest(
         dtype=dtype, vocab_size=tok.vocab_size, separator_id=separator_id(dtype),
         eos_token_id=eos_token_id if eos_token_id is not None else tok.eos_token_id, tokenizer=tok.describe(),
@@ -651,6 +680,14 @@ def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, 
         built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), software=_software(),
         data_dir=str(folder.resolve()) if sidecar is not None else None,
     )
+    # the checks the engine makes on every open (file set, sizes against the manifest, metadata length,
+    # a suffix-array spot check), now, so a bad folder is refused before anything is registered
+    from ingest.index.engine import _validate_dir
+
+    _validate_dir(str(folder), manifest)
+    out = Path(sidecar) if sidecar is not None else folder
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / LOGPROB_NAME, logp)
     manifest.save(out)
     return manifest
 

@@ -118,3 +118,45 @@ def test_a_built_index_keeps_its_own_manifest_and_tokenizer(prebuilt, tmp_path) 
     assert p.returncode == 2 and "was built with tokenizer" in p.stderr
     ok = run_cli("index", "attach", str(out), "--tokenizer", str(prebuilt["tokenizer"]), home=tmp_path / "wh")
     assert ok.returncode == 0, ok.stderr
+
+
+def _writable_copy(src: Path, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dest)
+    for p in [dest, *dest.iterdir()]:
+        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    return dest
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("offsets", "offset.0"),       # another set's offset.0 (same document count, wrong starts)
+    ("metadata", "metadata.0"),    # metadata.0 cut short
+    ("separators", "separators"),  # a document separator overwritten inside tokenized.0
+])
+def test_every_file_is_checked_on_attach(prebuilt, tmp_path, damage, words) -> None:
+    import shutil
+
+    bad = _writable_copy(prebuilt["folders"][0], tmp_path / "bad-set")
+    if damage == "offsets":
+        shutil.copyfile(prebuilt["folders"][1] / "offset.0", bad / "offset.0")
+    elif damage == "metadata":
+        with open(bad / "metadata.0", "r+b") as f:
+            f.truncate(10)
+    else:
+        import numpy as np
+
+        data = bytearray((bad / "tokenized.0").read_bytes())
+        start = int(np.fromfile(bad / "offset.0", dtype="<u8")[5])
+        data[start:start + 2] = b"\x05\x00"  # document 5's separator becomes token 5
+        (bad / "tokenized.0").write_bytes(bytes(data))
+    home = tmp_path / "wh"
+    p = run_cli("index", "attach", str(bad), "--tokenizer", str(prebuilt["tokenizer"]), "--name", "x", home=home)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and words in p.stderr, p.stderr
+    assert Lake(home).read("corpora").num_rows == 0
+
+
+def test_the_tokenizer_rule_for_an_lmaudit_built_folder_is_documented() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "an explicit `--tokenizer` must match" in readme
