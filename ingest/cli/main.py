@@ -63,6 +63,7 @@ def _register_optional() -> None:
     app.command("demo")(demo_cmds.demo)
     __import__("ingest.cli.classify_cmds", fromlist=["register"]).register(app)  # classify, reference
     app.command("score")(__import__("ingest.cli.score_cmds", fromlist=["score"]).score)
+    app.add_typer(__import__("ingest.cli.mixture_cmds", fromlist=["app"]).app, name="mixture")
 
 
 _register_optional()

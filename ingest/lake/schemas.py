@@ -114,6 +114,16 @@ _SPECS = [
         _f("mink", pa.float64()), _f("minkpp", pa.float64()), _f("ref_model", pa.string()),
         _f("ref_loss", pa.float64()), _f("token_logprobs", pa.list_(pa.float32())), _f("params", pa.string()),
     ]), "a text's token log-probabilities under a model and the membership-inference scores built on them"),
+    TableSpec("tokenizer_mixture_estimates", "estimate_id", ("model", "domain"), pa.schema([
+        _f("estimate_id", pa.string(), False), _f("model", pa.string(), False), _f("tokenizer", pa.string()),
+        _f("tokenizer_sha256", pa.string()), _f("domain", pa.string(), False), _f("estimate", pa.float64()),
+        _f("ci_low", pa.float64()), _f("ci_high", pa.float64()), _f("n_merges_used", pa.int64()),
+        _f("n_merges_total", pa.int64()), _f("n_reference_docs", pa.int64()), _f("reference_bytes", pa.int64()),
+        _f("n_constraints", pa.int64()), _f("objective", pa.float64()), _f("solver_status", pa.string()),
+        _f("n_boot", pa.int64()), _f("n_boot_failed", pa.int64()), _f("seed", pa.int64()),
+        _f("ci_level", pa.float64()), _f("reference_source", pa.string()), _f("params", pa.string()),
+        _f("created_at", TS),
+    ]), "a training-mixture share inferred from a BPE tokenizer's merge list (bpe_merges)"),
 ]
 
 TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}

@@ -1,9 +1,12 @@
 -- Mixture estimates scored against documented mixtures: one row per (run, classifier, estimator,
 -- documented model) where the run's model matches a documented model (exact name, the name after the last
--- '/', or var mixture_model_aliases; case-insensitive). The documented weights are restricted to the
--- classifier's domains (case-insensitive names) and renormalised; the weight left out is uncovered_weight.
+-- '/', or var mixture_model_aliases; case-insensitive). Tokenizer estimates (estimator bpe_merges) have no
+-- run or classifier: their model is fct_mixture_estimates.model and they match the same way. The documented
+-- weights are restricted to the estimate's domains (case-insensitive names) and renormalised; the weight left
+-- out is uncovered_weight.
 -- Metrics (ingest.mixture.metrics): overlap accuracy = 1 - 0.5 sum |a - p|, MAE = mean |a - p|, R^2 across
--- domains, RAE and KL with QuaPy smoothing s(x) = (x + eps) / (1 + K eps), eps = 1 / (2 n_generations).
+-- domains, RAE and KL with QuaPy smoothing s(x) = (x + eps) / (1 + K eps), eps = 1 / (2 n), n = the
+-- generations (the reference documents for bpe_merges).
 with
 
 params as (
@@ -51,20 +54,56 @@ documented_totals as (
 
 ),
 
+runs as (
+
+    select
+        run_id,
+        model
+    from {{ ref('stg_runs') }}
+
+),
+
+estimates as (
+
+    select
+        fct.run_id,
+        coalesce(runs.model, fct.model) as run_model,
+        fct.classifier_id,
+        fct.classifier_name,
+        fct.estimator,
+        fct.domain,
+        fct.estimate,
+        coalesce(fct.n_generations, fct.n_reference) as n_generations,
+        fct.null_reason
+    from {{ ref('fct_mixture_estimates') }} as fct
+    left join runs on fct.run_id = runs.run_id
+
+),
+
+subjects as (
+
+    select distinct
+        run_id,
+        run_model
+    from estimates
+    where run_model is not null
+
+),
+
 run_matches as (
 
     select distinct
-        runs.run_id,
-        runs.model as run_model,
+        subjects.run_id,
+        subjects.run_model,
         totals.model as documented_model,
         totals.total_weight,
         totals.source as documented_source
-    from {{ ref('stg_runs') }} as runs
-    left join model_aliases on runs.model = model_aliases.model
+    from subjects
+    left join model_aliases on subjects.run_model = model_aliases.model
     inner join documented_totals as totals
         on lower(totals.model) in (
-            lower(runs.model),
-            lower(regexp_extract(runs.model, '[^/]*$')),
+            lower(subjects.run_model),
+            lower(regexp_extract(subjects.run_model, '[^/]*$')),
             lower(model_aliases.documented_model)
         )
 
@@ -86,8 +125,11 @@ paired as (
         estimates.n_generations,
         estimates.null_reason,
         coalesce(documented.weight, 0) as documented_weight
-    from {{ ref('fct_mixture_estimates') }} as estimates
-    inner join run_matches on estimates.run_id = run_matches.run_id
+    from estimates
+    inner join run_matches
+        on
+            estimates.run_id is not distinct from run_matches.run_id
+            and estimates.run_model = run_matches.run_model
     left join documented
         on
             run_matches.documented_model = documented.model
@@ -103,7 +145,7 @@ covered as (
         count(*) over group_window as n_domains,
         1.0 / (2.0 * n_generations) as eps
     from paired
-    window group_window as (partition by run_id, classifier_id, estimator, documented_model)
+    window group_window as (partition by run_id, run_model, classifier_id, estimator, documented_model)
 
 ),
 
@@ -123,7 +165,9 @@ smoothed as (
         abs(truth - estimate) as abs_error,
         (truth + eps) / (1 + n_domains * eps) as truth_smoothed,
         (estimate + eps) / (1 + n_domains * eps) as estimate_smoothed,
-        avg(truth) over (partition by run_id, classifier_id, estimator, documented_model) as mean_truth
+        avg(truth) over (
+            partition by run_id, run_model, classifier_id, estimator, documented_model
+        ) as mean_truth
     from per_domain
 
 ),

@@ -1,0 +1,132 @@
+"""The training mixture of a BPE tokenizer from its merge list and labelled reference text, with a bootstrap.
+
+Reference documents are cut into words once (the tokenizer's own normaliser and pre-tokenizer), the merges
+are replayed once on the distinct words (`counting.replay`), and every estimate, point or bootstrap
+replicate, only re-weights the words: a replicate resamples the documents of each domain with replacement
+(seeded), which changes the word frequencies and nothing else. The estimate is a share of *bytes* of the
+tokenizer's training text per domain (pair counts are compared per byte of reference text).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ingest.errors import UserError
+from ingest.mixture.tokenizer.counting import MergeLog, replay
+from ingest.mixture.tokenizer.loading import BpeTokenizer
+from ingest.mixture.tokenizer.solve import LpSolution, per_byte, solve_mixture
+
+
+@dataclass(frozen=True)
+class ReferenceText:
+    domain: str
+    text: str
+    doc_id: str = ""
+
+
+@dataclass(frozen=True)
+class WordTable:
+    """Distinct words of the reference documents and how often each document has each one."""
+
+    domains: tuple[str, ...]
+    words: tuple[str, ...]
+    symbols: tuple[tuple[str, ...], ...]
+    word_bytes: np.ndarray  # (n_words,)
+    doc_domain: np.ndarray  # (n_docs,) domain index
+    doc_words: "object"  # scipy.sparse csr (n_docs x n_words) of counts
+
+    def freqs(self, doc_weight: np.ndarray | None = None) -> np.ndarray:
+        """(n_words x n_domains) word frequencies, each document counted `doc_weight` times (default 1)."""
+        from scipy import sparse
+
+        n_docs = self.doc_domain.shape[0]
+        w = np.ones(n_docs) if doc_weight is None else np.asarray(doc_weight, dtype=float)
+        W = sparse.csr_matrix((w, (np.arange(n_docs), self.doc_domain)), shape=(n_docs, len(self.domains)))
+        return np.asarray((self.doc_words.T @ W).todense())
+
+
+def word_table(tok: BpeTokenizer, docs: Sequence[ReferenceText]) -> WordTable:
+    """Cut every document into the tokenizer's words; documents are taken in (domain, doc_id, text) order so
+    the table (and every seeded bootstrap on it) does not depend on the order they came in."""
+    from scipy import sparse
+
+    docs = sorted(docs, key=lambda d: (d.domain, d.doc_id, d.text))
+    domains = tuple(sorted({d.domain for d in docs}))
+    dom_ix = {d: i for i, d in enumerate(domains)}
+    word_ix: dict[str, int] = {}
+    r, c, v = [], [], []
+    for j, d in enumerate(docs):
+        for word, k in Counter(tok.words(d.text)).items():
+            i = word_ix.setdefault(word, len(word_ix))
+            r.append(j), c.append(i), v.append(k)
+    words = tuple(word_ix)
+    D = sparse.csr_matrix((np.asarray(v, dtype=float), (r, c)), shape=(len(docs), len(words)))
+    return WordTable(domains=domains, words=words, symbols=tuple(tok.symbols(w) for w in words),
+                     word_bytes=np.array([tok.word_bytes(w) for w in words], dtype=float),
+                     doc_domain=np.array([dom_ix[d.domain] for d in docs], dtype=np.int64), doc_words=D)
+
+
+@dataclass(frozen=True)
+class TokenizerMixture:
+    domains: tuple[str, ...]
+    estimate: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    n_docs: dict[str, int]
+    n_bytes: dict[str, int]
+    n_merges_used: int
+    n_merges_total: int
+    solution: LpSolution
+    n_boot: int
+    n_boot_failed: int
+    seed: int
+    level: float
+    seconds: float
+    tokenizer_sha256: str
+    params: dict = field(default_factory=dict)
+
+
+def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText], *, max_merges: int | None = None,
+                               n_boot: int = 100, seed: int = 0, level: float = 0.95, top_k: int = 5,
+                               log: MergeLog | None = None) -> TokenizerMixture:
+    """Point estimate (all reference documents) and a percentile bootstrap interval over documents."""
+    t0 = time.perf_counter()
+    docs = [d for d in docs if d.text]
+    table = word_table(tok, docs)
+    if len(table.domains) < 1:
+        raise UserError("no reference documents: import some (`lmaudit reference import`) or pass --reference")
+    merges = tok.merges if max_merges is None else tok.merges[:max(0, int(max_merges))]
+    if log is None:
+        log = replay(table.symbols, merges, tok.merged)
+    point = solve_mixture(log, per_byte(table.freqs(), table.word_bytes), top_k=top_k)
+
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(table.doc_domain == i) for i in range(len(table.domains))]
+    reps, failed = [], 0
+    for _ in range(n_boot):
+        weight = np.zeros(table.doc_domain.shape[0])
+        for g in groups:
+            np.add.at(weight, g[rng.integers(0, g.size, g.size)], 1.0)
+        try:
+            sol = solve_mixture(log, per_byte(table.freqs(weight), table.word_bytes), top_k=top_k, start=point.alpha)
+            reps.append(sol.alpha)
+        except (RuntimeError, ValueError):
+            failed += 1
+    if reps:
+        lo, hi = np.percentile(np.vstack(reps), [100 * (1 - level) / 2, 100 * (1 + level) / 2], axis=0)
+    else:
+        lo = hi = np.full(len(table.domains), np.nan)
+    n_docs = {d: int(g.size) for d, g in zip(table.domains, groups)}
+    freqs = table.freqs()
+    n_bytes = {d: int(table.word_bytes @ freqs[:, i]) for i, d in enumerate(table.domains)}
+    params = {"max_merges": max_merges, "top_k": top_k, "n_boot": n_boot, "seed": seed, "ci_level": level,
+              "basis": "bytes", "resample": "reference documents within each domain"}
+    return TokenizerMixture(domains=table.domains, estimate=point.alpha, ci_low=lo, ci_high=hi, n_docs=n_docs,
+                            n_bytes=n_bytes, n_merges_used=log.n_steps, n_merges_total=len(tok.merges),
+                            solution=point, n_boot=n_boot, n_boot_failed=failed, seed=seed, level=level,
+                            seconds=time.perf_counter() - t0, tokenizer_sha256=tok.sha256, params=params)

@@ -1,0 +1,180 @@
+"""The linear program of Hayase et al. (2024): which mixture makes every merge the most frequent pair?
+
+A BPE trainer picks, at step t, the pair with the highest count in its training data. If the training data
+is a mixture with weights alpha of domains whose (per-byte) pair counts at step t are c_i,t(p), the chosen
+merge m_t satisfies, for every other pair p,
+
+    sum_i alpha_i (c_i,t(p) - c_i,t(m_t)) <= v_t          v_t >= 0, alpha on the simplex,
+
+with v_t = 0 exactly when the references are the training data. Reference text is only a sample of each
+domain, so the constraints are relaxed by slack v_t and the LP minimises sum_t v_t (HiGHS via scipy).
+
+There is one constraint per (step, pair): millions for a real vocabulary. Only the pairs that are nearly the
+most frequent at a step can bind, so constraints are added lazily: solve with the ones found so far, replay
+the counts under the new alpha, add the `top_k` most violated pairs of every step that is violated, and stop
+when nothing is (the LP optimum over *all* constraints then equals the one found; the tests check this
+against the full LP). The replay keeps the alpha-weighted count of every pair up to date incrementally, so a
+pass costs one vector comparison per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingest.mixture.tokenizer.counting import MergeLog
+
+SCALE = 1e6  # counts per million bytes: keeps the LP's coefficients well above HiGHS's tolerances
+
+
+@dataclass(frozen=True)
+class LpSolution:
+    alpha: np.ndarray  # (n_domains,) on the simplex
+    slack: np.ndarray  # (n_steps,) v_t
+    objective: float  # sum of the slack (counts per million bytes)
+    n_constraints: int
+    iterations: int  # LP solves
+    status: str  # "optimal" or "max_iter"
+
+
+class CountReplay:
+    """Per-domain pair counts at every merge step, for one frequency table (words x domains)."""
+
+    def __init__(self, log: MergeLog, freqs: np.ndarray):
+        self.log = log
+        self.n = freqs.shape[1]
+        order, starts, self.group_pair, self.step_groups = _groups(log)
+        vals = log.ev_delta[order, None].astype(np.float64) * freqs[log.ev_word[order]]
+        self.group_delta = np.add.reduceat(vals, starts, axis=0) if len(starts) else np.zeros((0, self.n))
+
+    def _apply(self, C: np.ndarray, w: np.ndarray, alpha: np.ndarray, k: int) -> None:
+        lo, hi = self.step_groups[k], self.step_groups[k + 1]
+        if hi > lo:
+            p, d = self.group_pair[lo:hi], self.group_delta[lo:hi]
+            C[p] += d
+            w[p] += d @ alpha
+
+    def states(self, alpha: np.ndarray):
+        """Yield (t, C, w) before each merge step t = 0..n_steps-1 and once after the last (t = n_steps):
+        C (pairs x domains) the counts, w = C @ alpha kept up to date incrementally. C and w are updated in
+        place: copy what you keep."""
+        C = np.zeros((self.log.n_pairs, self.n))
+        w = np.zeros(self.log.n_pairs)
+        self._apply(C, w, alpha, 0)  # initial counts
+        for t in range(self.log.n_steps + 1):
+            yield t, C, w
+            if t < self.log.n_steps:
+                self._apply(C, w, alpha, t + 1)
+
+    def violations(self, alpha: np.ndarray, slack: np.ndarray, top_k: int, tol: float,
+                   seen: set[tuple[int, int]]) -> tuple[list[int], list[np.ndarray]]:
+        """Constraints (step, row) violated at (alpha, slack) and not in `seen`: at most `top_k` per step,
+        the most violated first. `seen` is updated."""
+        steps, rows = [], []
+        zero = np.zeros(self.n)
+        for t, C, w in self.states(alpha):
+            if t == self.log.n_steps:
+                break
+            m = int(self.log.merge_pair[t])
+            wm = w[m] if m >= 0 else 0.0
+            idx = np.flatnonzero(w > wm + slack[t] + tol)
+            if idx.size:
+                if idx.size > top_k:
+                    idx = idx[np.argpartition(-w[idx], top_k - 1)[:top_k]]
+                cm = C[m] if m >= 0 else zero
+                for p in idx.tolist():
+                    if (t, p) not in seen:
+                        seen.add((t, p))
+                        steps.append(t)
+                        rows.append(C[p] - cm)
+        return steps, rows
+
+    def all_constraints(self) -> tuple[list[int], list[np.ndarray]]:
+        """Every (step, pair) constraint that some alpha could violate: the full LP, for tests on small inputs."""
+        steps, rows = [], []
+        zero = np.zeros(self.n)
+        for t, C, _ in self.states(np.full(self.n, 1.0 / self.n)):
+            if t == self.log.n_steps:
+                break
+            m = int(self.log.merge_pair[t])
+            D = C - (C[m] if m >= 0 else zero)
+            for p in np.flatnonzero((D > 0).any(axis=1)).tolist():
+                if p != m:
+                    steps.append(t)
+                    rows.append(D[p].copy())
+        return steps, rows
+
+
+def _groups(log: MergeLog):
+    """Events grouped by (step, pair): sort order, group starts, each group's pair, groups per step."""
+    P = max(log.n_pairs, 1)
+    key = (log.ev_step.astype(np.int64) + 1) * P + log.ev_pair
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if sk.size else np.zeros(0, dtype=np.int64)
+    gkey = sk[starts]
+    group_pair = (gkey % P).astype(np.int64)
+    group_step = gkey // P  # step + 1
+    step_groups = np.searchsorted(group_step, np.arange(log.n_steps + 2), side="left")
+    return order, starts, group_pair, step_groups
+
+
+def solve_lp(steps: list[int], rows: list[np.ndarray], n: int, n_steps: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """min sum v  s.t.  row . alpha - v_step <= 0, alpha on the simplex, v >= 0 (HiGHS)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    slack = np.zeros(n_steps)
+    if not rows:
+        return np.full(n, 1.0 / n), slack, 0.0
+    used, s_idx = np.unique(np.asarray(steps), return_inverse=True)
+    R = len(rows)
+    A = sparse.hstack([sparse.csr_matrix(np.vstack(rows)),
+                       sparse.csr_matrix((-np.ones(R), (np.arange(R), s_idx)), shape=(R, len(used)))]).tocsr()
+    c = np.r_[np.zeros(n), np.ones(len(used))]
+    A_eq = np.r_[np.ones(n), np.zeros(len(used))][None, :]
+    res = linprog(c, A_ub=A, b_ub=np.zeros(R), A_eq=A_eq, b_eq=[1.0], bounds=(0, None), method="highs")
+    if res.status != 0 or res.x is None:
+        raise RuntimeError(f"HiGHS did not solve the merge LP: {res.message}")
+    alpha = np.clip(res.x[:n], 0, None)
+    alpha = alpha / alpha.sum()
+    slack[used] = np.clip(res.x[n:], 0, None)
+    return alpha, slack, float(res.fun)
+
+
+def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter: int = 100, tol: float = 1e-6,
+                  start: np.ndarray | None = None) -> LpSolution:
+    """The LP over all merges of `log` with lazily added constraints; `freqs` (words x domains) are the
+    word frequencies of each domain's reference text, already scaled per million bytes (see `per_byte`).
+    `start` is the first alpha to look for violations at (default: uniform)."""
+    n = freqs.shape[1]
+    replay = CountReplay(log, freqs)
+    alpha = np.full(n, 1.0 / n) if start is None else np.asarray(start, dtype=float)
+    slack = np.zeros(log.n_steps)
+    steps: list[int] = []
+    rows: list[np.ndarray] = []
+    seen: set[tuple[int, int]] = set()
+    objective, status, it = 0.0, "max_iter", 0
+    for it in range(1, max_iter + 1):
+        new_steps, new_rows = replay.violations(alpha, slack, top_k, tol, seen)
+        if not new_rows:
+            status = "optimal"
+            it -= 1
+            break
+        steps += new_steps
+        rows += new_rows
+        alpha, slack, objective = solve_lp(steps, rows, n, log.n_steps)
+    if not rows:  # nothing was ever violated: every alpha fits; keep the start (uniform) and say so
+        status = "unconstrained"
+    return LpSolution(alpha=alpha, slack=slack, objective=objective, n_constraints=len(rows), iterations=it,
+                      status=status)
+
+
+def per_byte(freqs: np.ndarray, word_bytes: np.ndarray) -> np.ndarray:
+    """Word frequencies of each domain divided by the domain's bytes, times `SCALE`: pair counts then compare
+    across domains of any sample size, and alpha is a share of bytes."""
+    total = word_bytes @ freqs
+    if np.any(total <= 0):
+        raise ValueError("a domain has no reference text")
+    return freqs / total * SCALE
