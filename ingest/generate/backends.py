@@ -131,6 +131,12 @@ class HFBackend(_TokenizedBackend):
                             "written by save_pretrained") from None
         self.device = device
         self.batch_size = batch_size
+        # transformers 5.24 renamed the KV-cache argument and output `past_key_values` -> `cache`; the
+        # [vllm] extra needs transformers < 5.20 (docs/footguns.md), so both spellings are in use
+        import inspect
+
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self.eos_id = self.tok.eos_token_id
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
@@ -160,8 +166,8 @@ class HFBackend(_TokenizedBackend):
         past = None
         with torch.inference_mode():
             for _ in range(max_new):
-                res = self.model(input_ids=ids, attention_mask=mask, cache=past, use_cache=True)
-                past = res.cache
+                res = self.model(input_ids=ids, attention_mask=mask, use_cache=True, **{self._cache_arg: past})
+                past = getattr(res, self._cache_arg)
                 logits = res.logits[:, -1, :].float()
                 nxt = [self._sample(logits[b], gens[b], s) for b in range(len(batch))]
                 for b, t in enumerate(nxt):
