@@ -170,10 +170,33 @@ def mixture(con, path: Path) -> bool:
     return _save(fig, path)
 
 
+def mixture_sources(con, path: Path) -> bool:
+    """fct_mixture_sources: documented, tokenizer (bpe_merges), generation-based and traced shares per model."""
+    rows = _rows(con, "select * from fct_mixture_sources order by model, domain")
+    if not rows:
+        return False
+    models = sorted({r["model"] for r in rows})[:6]
+    cols = [("documented", "documented", "black"), ("tokenizer_estimate", "tokenizer (bpe_merges)", None),
+            ("generation_estimate", "generations", None), ("traced_spans", "traced spans", None)]
+    fig, axes = plt.subplots(len(models), 1, figsize=(10, 2.6 * len(models)), squeeze=False)
+    for ax, m in zip(axes[:, 0], models):
+        mine = [r for r in rows if r["model"] == m]
+        x = np.arange(len(mine))
+        for j, (col, label, color) in enumerate(cols):
+            ax.bar(x - 0.3 + j * 0.2, [r[col] or 0 for r in mine], 0.2, label=label, color=color)
+        ax.set_xticks(x, [r["domain"] for r in mine])
+        ax.set_title(m if len(m) < 70 else "..." + m[-67:], fontsize=8)
+        ax.set_ylabel("share")
+    axes[0, 0].legend(fontsize=7, ncol=4)
+    fig.suptitle("Training mixture: documented vs tokenizer vs generations vs traced spans")
+    return _save(fig, path)
+
+
 FIGURES = {
     "metrics": (metric_bars, "Memorization metrics per setting"),
     "propensity": (propensity, "Propensity per setting"),
     "longest_spans": (longest_spans, "Longest-span distribution"),
     "duplication": (duplication, "Duplication of long spans"),
     "mixture": (mixture, "Mixture estimate vs documented mixture"),
+    "mixture_sources": (mixture_sources, "Training mixture from every signal, per model"),
 }

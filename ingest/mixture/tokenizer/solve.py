@@ -67,10 +67,18 @@ class CountReplay:
             if t < self.log.n_steps:
                 self._apply(C, w, alpha, t + 1)
 
+    def top_counts(self) -> np.ndarray:
+        """The highest pair count of every step under equal weights (the scale of `relative` steps)."""
+        out = np.zeros(self.log.n_steps)
+        for t, _, w in self.states(np.full(self.n, 1.0 / self.n)):
+            if t < self.log.n_steps:
+                out[t] = w.max() if w.size else 0.0
+        return np.maximum(out, 1e-12)
+
     def violations(self, alpha: np.ndarray, slack: np.ndarray, top_k: int, tol: float,
-                   seen: set[tuple[int, int]]) -> tuple[list[int], list[np.ndarray]]:
+                   seen: set[tuple[int, int]], scale: np.ndarray | None = None) -> tuple[list[int], list[np.ndarray]]:
         """Constraints (step, row) violated at (alpha, slack) and not in `seen`: at most `top_k` per step,
-        the most violated first. `seen` is updated."""
+        the most violated first; rows are divided by `scale[t]` (default 1). `seen` is updated."""
         steps, rows = [], []
         zero = np.zeros(self.n)
         for t, C, w in self.states(alpha):
@@ -78,7 +86,8 @@ class CountReplay:
                 break
             m = int(self.log.merge_pair[t])
             wm = w[m] if m >= 0 else 0.0
-            idx = np.flatnonzero(w > wm + slack[t] + tol)
+            st = 1.0 if scale is None else scale[t]
+            idx = np.flatnonzero(w > wm + (slack[t] + tol) * st)
             if idx.size:
                 if idx.size > top_k:
                     idx = idx[np.argpartition(-w[idx], top_k - 1)[:top_k]]
@@ -87,7 +96,7 @@ class CountReplay:
                     if (t, p) not in seen:
                         seen.add((t, p))
                         steps.append(t)
-                        rows.append(C[p] - cm)
+                        rows.append((C[p] - cm) / st)
         return steps, rows
 
     def all_constraints(self) -> tuple[list[int], list[np.ndarray]]:
@@ -144,12 +153,14 @@ def solve_lp(steps: list[int], rows: list[np.ndarray], n: int, n_steps: int) -> 
 
 
 def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter: int = 100, tol: float = 1e-6,
-                  start: np.ndarray | None = None) -> LpSolution:
+                  start: np.ndarray | None = None, relative: bool = False) -> LpSolution:
     """The LP over all merges of `log` with lazily added constraints; `freqs` (words x domains) are the
     word frequencies of each domain's reference text, already scaled per million bytes (see `per_byte`).
-    `start` is the first alpha to look for violations at (default: uniform)."""
+    `start` is the first alpha to look for violations at (default: uniform). `relative` divides step t's
+    constraints by its top pair count, so every step weighs the same whatever its counts."""
     n = freqs.shape[1]
     replay = CountReplay(log, freqs)
+    scale = replay.top_counts() if relative else None
     alpha = np.full(n, 1.0 / n) if start is None else np.asarray(start, dtype=float)
     slack = np.zeros(log.n_steps)
     steps: list[int] = []
@@ -157,7 +168,7 @@ def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter:
     seen: set[tuple[int, int]] = set()
     objective, status, it = 0.0, "max_iter", 0
     for it in range(1, max_iter + 1):
-        new_steps, new_rows = replay.violations(alpha, slack, top_k, tol, seen)
+        new_steps, new_rows = replay.violations(alpha, slack, top_k, tol, seen, scale)
         if not new_rows:
             status = "optimal"
             it -= 1
