@@ -92,7 +92,7 @@ def main() -> None:
 
         tok = load_bpe(tok_json)
         tr = truth(corpus_jsonl)
-        oracle = [ReferenceText(d.domain, d.text, d.id) for d in read_corpus(corpus_jsonl)]
+        oracle = list(read_corpus(corpus_jsonl))
         sets = [(str(p), held_out_documents(size, corpus_jsonl, per_domain=p, seed=args.seed, exclude=corpora))
                 for p in args.per_domain]
         sets.append(("oracle", oracle))
