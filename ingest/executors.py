@@ -85,11 +85,15 @@ class LocalExecutor:
 @dataclass
 class RayExecutor:
     """One actor per worker on a Ray cluster. `address=None` starts (or joins) a local Ray instance;
-    `num_cpus` per actor is the resource hint (an actor holding an index wants a core of its own)."""
+    `num_cpus` per actor is the resource hint (an actor holding an index wants a core of its own).
+    `num_gpus_per_worker` reserves GPUs for each actor (a model generating on `cuda`, or vLLM: at least its
+    tensor_parallel_size); Ray then sets the actor's CUDA_VISIBLE_DEVICES, so each sees its own GPU(s) as
+    cuda:0. Asking for more GPUs than the cluster has is refused up front (Ray would wait forever)."""
 
     workers: int = 1
     address: str | None = None
     num_cpus_per_worker: float = 1.0
+    num_gpus_per_worker: float = 0.0
     init_kwargs: dict = field(default_factory=dict)
     name: str = "ray"
 
@@ -110,8 +114,16 @@ class RayExecutor:
                 ray.init(**kwargs)
             except ConnectionError as e:
                 raise UserError(f"cannot reach the Ray cluster at {self.address!r} ({e}); check --address") from None
-        actor_cls = ray.remote(num_cpus=self.num_cpus_per_worker)(_RayWorker)
-        actors = [actor_cls.remote(spec) for _ in range(max(1, min(self.workers, len(batches))))]
+        n_actors = max(1, min(self.workers, len(batches)))
+        if self.num_gpus_per_worker < 0:
+            raise UserError(f"--gpus-per-worker must be >= 0, got {self.num_gpus_per_worker}")
+        if self.num_gpus_per_worker > 0:
+            have = float(ray.cluster_resources().get("GPU", 0))
+            if have < self.num_gpus_per_worker:
+                raise UserError(f"each worker asks for {self.num_gpus_per_worker:g} GPU(s) but the Ray cluster has "
+                                f"{have:g}; lower --gpus-per-worker or add GPU nodes")
+        actor_cls = ray.remote(num_cpus=self.num_cpus_per_worker, num_gpus=self.num_gpus_per_worker)(_RayWorker)
+        actors = [actor_cls.remote(spec) for _ in range(n_actors)]
         try:
             yield from ActorPool(actors).map(lambda a, b: a.run.remote(b), list(batches))
         finally:

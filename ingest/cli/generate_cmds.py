@@ -36,9 +36,15 @@ def generate(
     executor: Annotated[str, typer.Option(help="local (this machine) or ray (a Ray cluster).")] = "local",
     workers: Annotated[int, typer.Option(help="Workers (processes or Ray actors), each loading the model.")] = 1,
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
+    device: Annotated[str, typer.Option(help="hf: auto (cuda when torch sees a GPU, else cpu), cpu, cuda or cuda:N.")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto (float32 on CPU; bfloat16, or float16 without it, on a GPU), "
+                                            "float32, bfloat16 or float16. hf, and vllm unless --engine-arg dtype=...")] = "auto",
+    gpus_per_worker: Annotated[float, typer.Option(help="GPUs each Ray actor reserves (--executor ray); for vllm at "
+                                                        "least its tensor_parallel_size.")] = 0.0,
     engine_arg: Annotated[list[str] | None, typer.Option(
-        help="KEY=VALUE passed to vllm.LLM (repeatable; VALUE parsed as JSON when it can be), e.g. "
-             "gpu_memory_utilization=0.5, max_model_len=4096, dtype=bfloat16. On CPU machines "
+        help="KEY=VALUE passed to vllm.LLM (repeatable). Numbers parse as numbers, true/false as booleans, "
+             "none as None, JSON lists as lists, the rest as text: tensor_parallel_size=2, max_model_len=4096, "
+             "gpu_memory_utilization=0.5, enforce_eager=true, dtype=bfloat16. On CPU machines "
              "gpu_memory_utilization is the share of RAM vLLM reserves.")] = None,
 ) -> None:
     """Generate continuations; re-running the same command resumes an interrupted run."""
@@ -46,7 +52,7 @@ def generate(
 
     from ingest.corpora import corpus_id_for, corpus_row
     from ingest.errors import UserError
-    from ingest.generate.backends import SamplingConfig, get_backend
+    from ingest.generate.backends import DTYPES, SamplingConfig, get_backend, parse_engine_args, resolve_device
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
     from ingest.lake import ALL_SETTINGS
@@ -62,17 +68,32 @@ def generate(
     for s in wanted:
         if s not in ALL_SETTINGS:
             raise UserError(f"unknown setting {s!r}; choose from {', '.join(ALL_SETTINGS)}")
+    if engine_arg and backend != "vllm":
+        raise UserError("--engine-arg is for --backend vllm; the hf backend takes --device, --dtype, --batch-size "
+                        "and --threads")
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if gpus_per_worker and executor != "ray":
+        raise UserError("--gpus-per-worker is for --executor ray; a local run uses --device")
+    if backend == "hf":
+        resolve_device(device)  # a bad --device fails before the corpus or model is looked at
+        kwargs = {"batch_size": batch_size, "threads": threads, "device": device, "dtype": dtype}
+    else:
+        kwargs = parse_engine_args(engine_arg or [])
+        if dtype != "auto":
+            kwargs.setdefault("dtype", dtype)
+        tp = kwargs.get("tensor_parallel_size", 1)
+        if executor == "ray" and isinstance(tp, int) and tp > max(gpus_per_worker, 1):
+            raise UserError(f"--engine-arg tensor_parallel_size={tp} needs --gpus-per-worker {tp} with --executor ray")
     corpus_row(lake, corpus)
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
     from ingest.executors import get_executor
 
-    kwargs = {"batch_size": batch_size, "threads": threads} if backend == "hf" else _engine_args(engine_arg or [])
-    if engine_arg and backend != "vllm":
-        raise UserError("--engine-arg is for --backend vllm; the hf backend takes --batch-size and --threads")
     be = get_backend(backend, model, **kwargs)  # the driver needs the tokenizer (start token) in any case
     ex = None
     if executor != "local" or workers > 1:
-        ex = get_executor(executor, workers=workers, **({"address": address} if executor == "ray" else {}))
+        extra = {"address": address, "num_gpus_per_worker": gpus_per_worker} if executor == "ray" else {}
+        ex = get_executor(executor, workers=workers, **extra)
     prefix = run_prefix or Path(model).name
     for s in wanted:
         units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
@@ -83,19 +104,3 @@ def generate(
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
                       f"already done), {rate:,.0f} tokens/s")
 
-
-def _engine_args(pairs: list[str]) -> dict:
-    import json
-
-    from ingest.errors import UserError
-
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--engine-arg {pair!r}: use KEY=VALUE, e.g. gpu_memory_utilization=0.5")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out

@@ -73,6 +73,74 @@ def list_backends() -> list[str]:
     return sorted(_REGISTRY)
 
 
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_device(device: str) -> str:
+    """`auto` -> `cuda` when torch sees a GPU, else `cpu`; `cuda` (or `cuda:N`) without a GPU is a
+    `UserError` (torch would fail later with a long CUDA trace, or a CPU-only wheel with an assert)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return "cpu"
+    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
+        if not torch.cuda.is_available():
+            raise UserError(f"--device {device}: torch sees no GPU here (torch {torch.__version__}, CUDA build: "
+                            f"{torch.version.cuda or 'no'}); use --device cpu or auto")
+        n = torch.cuda.device_count()
+        if ":" in device and int(device[5:]) >= n:
+            raise UserError(f"--device {device}: this machine has {n} GPU(s), cuda:0..cuda:{n - 1}")
+        return device
+    raise UserError(f"--device must be auto, cpu, cuda or cuda:N, not {device!r}")
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """`auto` -> float32 on CPU (bit-for-bit the samples of earlier runs), bfloat16 on a GPU that has it,
+    else float16. Half precision on CPU is refused: slower than float32 there and numerically different."""
+    import torch
+
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if dtype == "auto":
+        if device == "cpu":
+            return "float32"
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if device == "cpu" and dtype == "float16":
+        raise UserError("--dtype float16 on CPU is slow and lossy in torch; use float32 (or bfloat16) on CPU")
+    return dtype
+
+
+def parse_engine_args(pairs: Sequence[str]) -> dict:
+    """`KEY=VALUE` strings -> keyword arguments for `vllm.LLM`: ints and floats as numbers
+    (`tensor_parallel_size=2`, `max_model_len=4096`, `gpu_memory_utilization=0.5`), true/false in any case
+    as booleans (`enforce_eager=true`), none/null as None, JSON lists/objects as such, anything else as a
+    string (`dtype=bfloat16`). A key given twice is an error (which one wins would be a guess)."""
+    import json
+
+    out: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not key.isidentifier():
+            raise UserError(f"--engine-arg {pair!r}: use KEY=VALUE with a Python name as KEY, e.g. "
+                            "tensor_parallel_size=2")
+        if key in out:
+            raise UserError(f"--engine-arg {key} is given twice; keep one")
+        low = value.lower()
+        if low in ("true", "false"):
+            out[key] = low == "true"
+        elif low in ("none", "null"):
+            out[key] = None
+        else:
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
 def _load_tokenizer(model: str):
     from transformers import AutoTokenizer
 
@@ -105,7 +173,7 @@ class _TokenizedBackend:
 
 @register("hf")
 class HFBackend(_TokenizedBackend):
-    """transformers on CPU (or one GPU): a plain sampling loop with a KV cache and one generator per sample.
+    """transformers on CPU or one GPU (`device` auto/cpu/cuda): a plain sampling loop with a KV cache and one generator per sample.
 
     `model.generate` cannot give each row of a batch its own random stream, so batching would change
     samples. Here each row draws from `torch.Generator().manual_seed(seed)`, so a sample depends only on
@@ -118,6 +186,9 @@ class HFBackend(_TokenizedBackend):
                  threads: int | None = 1):
         import torch
         from transformers import AutoModelForCausalLM
+
+        device = resolve_device(device)
+        dtype = resolve_dtype(dtype, device)
 
         # One intra-op thread by default: for small models a decode step is a few milliseconds, and with
         # two threads on a busy 2-core machine OpenMP's spin-waiting made each step 5-30x slower.
@@ -212,7 +283,11 @@ class VLLMBackend(_TokenizedBackend):
         except ImportError:
             raise UserError("the vllm backend needs vLLM: pip install -e '.[vllm]' (on CPU use --backend hf)") from None
         self.tok = _load_tokenizer(model)
-        self.llm = LLM(model=model, tokenizer=model, **engine_kwargs)
+        try:
+            self.llm = LLM(model=model, tokenizer=model, **engine_kwargs)
+        except TypeError as e:  # an unknown or mistyped --engine-arg
+            raise UserError(f"vllm.LLM rejected the engine arguments {sorted(engine_kwargs)} ({e}); see "
+                            "`vllm serve --help` for the names (tensor_parallel_size, max_model_len, ...)") from None
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
         from vllm import SamplingParams

@@ -67,3 +67,18 @@ def test_ray_gives_identical_generations_and_traces(ray_local, mini_stack, tmp_p
                           batch_size=5, progress=False, executor=get_executor("ray", workers=2))
     assert s.n_skipped == s.n_batches - 1
     assert _rows(lake, "spans", "span_id") == _rows(lakes["local"], "spans", "span_id")
+
+
+def test_ray_actors_reserve_gpus_and_refuse_more_than_the_cluster_has(ray_local) -> None:
+    from ingest.errors import UserError
+    from ingest.executors import RayExecutor, WorkerSpec
+
+    have = ray.cluster_resources().get("GPU", 0)
+    with pytest.raises(UserError, match="--gpus-per-worker"):
+        list(RayExecutor(workers=1, num_gpus_per_worker=have + 1).map(WorkerSpec(_Echo), [[1], [2]]))
+    # num_gpus_per_worker=0 (the default) is the path test_ray_gives_identical_generations_and_traces runs
+
+
+class _Echo:  # never built: the refusal comes before any actor starts
+    def __call__(self, batch):
+        return batch

@@ -136,3 +136,62 @@ def test_killed_generate_command_resumes_to_exact_count(mini_stack, home) -> Non
     assert "1/1 chunks already done" in done.stdout
     assert lake.read("generations").num_rows == 40
     assert lake.read("runs").to_pylist()[0]["finished_at"] is not None
+
+
+def test_engine_args_parse_numbers_booleans_and_text() -> None:
+    from ingest.generate.backends import parse_engine_args
+
+    got = parse_engine_args(["tensor_parallel_size=2", "max_model_len=4096", "gpu_memory_utilization=0.5",
+                             "enforce_eager=True", "trust_remote_code=false", "dtype=bfloat16", "seed=none",
+                             "allowed_local_media_path=/data/x=y"])
+    assert got == {"tensor_parallel_size": 2, "max_model_len": 4096, "gpu_memory_utilization": 0.5,
+                   "enforce_eager": True, "trust_remote_code": False, "dtype": "bfloat16", "seed": None,
+                   "allowed_local_media_path": "/data/x=y"}
+    assert type(got["tensor_parallel_size"]) is int
+    for bad in (["no-equals"], ["=3"], ["max-model-len=3"], ["a=1", "a=2"]):
+        with pytest.raises(UserError):
+            parse_engine_args(bad)
+
+
+def test_device_and_dtype_resolve_and_refuse_cleanly() -> None:
+    import torch
+
+    from ingest.generate.backends import resolve_device, resolve_dtype
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_dtype("auto", "cpu") == "float32"
+    assert resolve_dtype("bfloat16", "cpu") == "bfloat16"
+    for bad in (lambda: resolve_device("tpu"), lambda: resolve_dtype("int8", "cpu"),
+                lambda: resolve_dtype("float16", "cpu")):
+        with pytest.raises(UserError):
+            bad()
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="no GPU"):
+            resolve_device("cuda")
+
+
+def test_hf_backend_on_device_auto_gives_the_cpu_samples(mini_stack) -> None:
+    """--device auto / --dtype auto on a CPU machine are exactly the old defaults (cpu, float32)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU machine auto means cuda")
+    reqs = [GenRequest(f"k{i}", (1, 2, 3), 42 + i) for i in range(3)]
+    s = SamplingConfig(max_new_tokens=12)
+    old = get_backend("hf", str(mini_stack["model"]), batch_size=4).generate(reqs, s)
+    new = get_backend("hf", str(mini_stack["model"]), batch_size=4, device="auto", dtype="auto").generate(reqs, s)
+    assert old == new
+
+
+def test_generate_cli_flags_refuse_in_one_line(home) -> None:
+    cases = [
+        (["--device", "tpu"], "--device"),
+        (["--dtype", "int8"], "--dtype"),
+        (["--gpus-per-worker", "1"], "--executor ray"),
+        (["--backend", "vllm", "--executor", "ray", "--engine-arg", "tensor_parallel_size=2"], "--gpus-per-worker 2"),
+    ]
+    for extra, words in cases:
+        p = run_cli("generate", "--model", "m", "--corpus", "c", *extra, home=home)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and words in p.stderr, p.stderr
