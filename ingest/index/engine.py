@@ -6,8 +6,8 @@ opens fine and answers 0 for everything); its Python layer returns `{'error': ..
 raising, and `get_docs_by_ranks` calls a C++ method that does not exist. This wrapper validates the
 folder against its `lmaudit-index.json` manifest *before* the C++ engine maps any file, calls the C++
 object directly, validates every argument (an out-of-range rank is a segfault, not an exception), turns
-results into dataclasses, and reopens the engine every N queries because the page tables of its memory
-maps only grow. Prefetching (madvise WILLNEED) is off by default: it helps single interactive queries on
+results into dataclasses, and reopens the engine when the process's measured mapped memory (resident
+file pages + page tables, `ingest.index.memory`) passes a budget, because those only grow. Prefetching (madvise WILLNEED) is off by default: it helps single interactive queries on
 cold disks but slows batch work.
 
 Shard numbering: the engine sorts shard files by *string*, so with 11+ shards `tokenized.10` comes before
@@ -249,10 +249,14 @@ class IndexEngine:
     """Count n-grams, find suffix-array ranges and fetch documents from one or more index folders."""
 
     def __init__(self, index_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
-                 prefetch_depths: tuple[int, int, int] = (0, 0, 0), reopen_every: int | None = 100_000,
-                 load_to_ram: bool = False) -> None:
+                 prefetch_depths: tuple[int, int, int] = (0, 0, 0), reopen_every: int | None = 1000,
+                 memory_budget: int | None = None, load_to_ram: bool = False) -> None:
         """`prefetch_depths` = (ds, sa, od) madvise depths: (0, 0, 0) for batch work, (1, 3, 3) is
-        infini-gram's interactive default. `reopen_every` queries the engine is reopened (None: never)."""
+        infini-gram's interactive default. Every `reopen_every` queries the process's mapped memory is
+        measured and the engine reopened if it exceeds `memory_budget` bytes (default
+        `ingest.index.memory.default_budget()`; 0 reopens at every check). `reopen_every=None` never reopens
+        inside a query (threads share the engine): the caller calls `reopen_if_over_budget()` between
+        batches instead."""
         if isinstance(index_dirs, (str, os.PathLike)):
             index_dirs = [index_dirs]
         if not index_dirs:
@@ -282,6 +286,10 @@ class IndexEngine:
         self.eos_token_id = first.eos_token_id
         self.prefetch_depths = (ds_d, sa_d, od_d)
         self.reopen_every = reopen_every
+        from ingest.index.memory import default_budget
+
+        self.memory_budget = default_budget() if memory_budget is None else int(memory_budget)
+        self.reopens = 0  # how many times the budget forced a reopen (for tests and benchmarks)
         self.load_to_ram = load_to_ram
         # (index_dir, file shard number, ShardInfo) in engine order
         self._shards = [(d, s, m.shards[s]) for d, m in zip(self.data_dirs, self.manifests)
@@ -338,9 +346,27 @@ class IndexEngine:
             raise EngineError("engine is closed; call reopen()")
         self._queries += 1
         if self.reopen_every and self._queries > self.reopen_every:
-            self.reopen()
             self._queries = 1
+            self.reopen_if_over_budget()
         return self._engine
+
+    def over_budget(self) -> bool:
+        """Whether this process's mapped memory (not only this engine's) exceeds `memory_budget`."""
+        from ingest.index.memory import mapped_bytes
+
+        if self.memory_budget <= 0:
+            return True
+        used = mapped_bytes()
+        return used is not None and used > self.memory_budget
+
+    def reopen_if_over_budget(self) -> bool:
+        """Reopen when over budget; answers never change. Call it where no other thread uses the engine
+        (e.g. between trace batches). True if it reopened."""
+        if not self.over_budget():
+            return False
+        self.reopen()
+        self.reopens += 1
+        return True
 
     def _tick(self) -> None:
         """Count a query that only reads our maps (they grow page tables too): reopen when due."""
@@ -478,7 +504,7 @@ class IndexEngine:
     # the search starts from the query's first-token range (cached), so it needs log2(count of that
     # token) steps. Queries are `ids_bytes(ids)`; results equal `find` / `count` / `longest_prefix_len`.
     # They hold the GIL (threads do not run them in parallel: use processes) and do not count towards
-    # `reopen_every`; `reopen()` releases their maps too.
+    # `reopen_every` (the memory check); `reopen()` releases their maps too.
 
     def _first_ranges(self, qbytes: bytes) -> list[tuple[int, int]]:
         t = int.from_bytes(qbytes[:self.width], "little")

@@ -257,7 +257,8 @@ def test_document_retrieval(setup, corpus, bpe_path):
     _, by_id = corpus
     tok = load_tokenizer("bytes" if kind == "bytes" else bpe_path)
     rng = random.Random(4)
-    with IndexEngine(indexes(kind, 3), reopen_every=7) as eng:  # reopening must not change answers
+    # a zero memory budget reopens at every check (every 7 queries): reopening must not change answers
+    with IndexEngine(indexes(kind, 3), reopen_every=7, memory_budget=0) as eng:
         for q in _queries(brute, 255, seed=5)[:40]:
             expected = brute.count(q)
             if expected > 300:  # frequent single bytes: slow to fetch, nothing new to check
@@ -413,3 +414,38 @@ def test_tokenizer_dtypes(bpe_path):
     assert [dtype_for_vocab(v) for v in (255, 256, 65535, 65536)] == ["u8", "u16", "u16", "u32"]
     with pytest.raises(UserError, match="no-such-org/no-such-tokenizer"):
         load_tokenizer("no-such-org/no-such-tokenizer")
+
+
+def test_reopening_is_bounded_by_measured_memory_not_a_count(setup):
+    """The engine measures this process's mapped memory (RssFile + VmPTE) every `reopen_every` queries and
+    reopens only past its budget; answers are the same either way."""
+    from ingest.index.memory import default_budget, mapped_bytes, parse_bytes
+
+    kind, brute, indexes = setup
+    used = mapped_bytes()
+    assert used is not None and used > 0  # Linux: /proc/self/status
+    assert parse_bytes("4G") == 4 << 30 and parse_bytes("512m") == 512 << 20 and parse_bytes("1000") == 1000
+    assert 256 << 20 <= default_budget() <= 8 << 30
+    queries = _queries(brute, 255, seed=9)[:60]
+    with IndexEngine(indexes(kind, 2), reopen_every=5, memory_budget=1 << 50) as roomy, \
+            IndexEngine(indexes(kind, 2), reopen_every=5, memory_budget=1) as tight:
+        assert [roomy.count(q) for q in queries] == [tight.count(q) for q in queries] == \
+            [brute.count(q) for q in queries]
+        assert roomy.reopens == 0 and tight.reopens >= 5
+        assert not roomy.reopen_if_over_budget() and tight.reopen_if_over_budget()
+    with IndexEngine(indexes(kind, 2), reopen_every=None, memory_budget=1) as manual:
+        for q in queries:
+            manual.count(q)
+        assert manual.reopens == 0  # never inside a query: the caller decides (between trace batches)
+
+
+def test_engine_memory_budget_from_the_environment(monkeypatch):
+    from ingest.errors import UserError
+    from ingest.index.memory import default_budget
+
+    monkeypatch.setenv("LMAUDIT_ENGINE_MEMORY", "2G")
+    assert default_budget() == 2 << 30
+    monkeypatch.setenv("LMAUDIT_ENGINE_MEMORY", "lots")
+    with pytest.raises(UserError):
+        default_budget()
+
