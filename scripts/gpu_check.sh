@@ -61,7 +61,10 @@ say "device $device, backends: $backends${vllm_py:+ (vllm from $vllm_py)}; wareh
 [ -z "$vllm_py" ] && say "vLLM skipped: no Python here imports vllm"
 
 # 2. the sandbox (corpus, tokenizer, index, tiny GPT-2) and the five prompt sets
-model="$(lm sandbox build --size tiny | tee /dev/stderr | sed -n 's/.*model at \(.*\)$/\1/p' | tail -1)"
+mkdir -p "$home"
+lm sandbox build --size tiny > "$home/gpu-check-sandbox.log" 2>&1 || { tail -20 "$home/gpu-check-sandbox.log" >&2; exit 1; }
+grep -v '^\s*$' "$home/gpu-check-sandbox.log" | tail -8
+model="$(sed -n 's/.*model at \(.*\)$/\1/p' "$home/gpu-check-sandbox.log" | tail -1)"
 [ -d "$model" ] || { echo "error: sandbox build did not report its model folder" >&2; exit 1; }
 data="$repo/ingest/data"
 lm prompts build --corpus sandbox-tiny --setting unconditional --n "$prompts"

@@ -40,7 +40,9 @@ def attach(
     ctx: typer.Context,
     index_dirs: Annotated[list[Path], typer.Argument(help="Folder(s) of a prebuilt infini-gram v4 index; several "
                                                            "folders (one per shard set) make one corpus.")],
-    tokenizer: Annotated[str, typer.Option(help="The tokenizer the index was built with.")],
+    tokenizer: Annotated[str, typer.Option(help="The tokenizer the index was built with (checked on sampled documents); "
+                                                "for a folder built by `lmaudit index build` it must match the one its "
+                                                "manifest names, else the attach is refused.")],
     name: Annotated[str | None, typer.Option(help="Corpus name in the warehouse (default: the first folder's name).")] = None,
     dtype: Annotated[str | None, typer.Option(help="u8, u16 or u32 (default: inferred from file sizes).")] = None,
 ) -> None:
