@@ -10,7 +10,7 @@
 # On a CPU machine: GPU_CHECK_DEVICE=cpu scripts/gpu_check.sh (hf on cpu, smaller defaults; vLLM only if a
 # Python with vllm is found as above, e.g. scripts/setup_vllm_cpu.sh .venv-vllm +
 # LMAUDIT_VLLM_PYTHON=.venv-vllm/bin/python, else skipped with a note).
-# Knobs (env): GPU_CHECK_HOME (warehouse, default a new temporary folder), GPU_CHECK_PROMPTS, GPU_CHECK_SAMPLES,
+# Knobs (env): GPU_CHECK_HOME (warehouse, default a new temporary folder; reuse it only with the same sizes), GPU_CHECK_PROMPTS, GPU_CHECK_SAMPLES,
 # GPU_CHECK_UNCOND, GPU_CHECK_MAX_NEW, GPU_CHECK_VLLM_ARGS (space-separated KEY=VALUE engine args),
 # GPU_CHECK_REQUIRE_VLLM (1 = fail instead of skipping vLLM; default 1 on cuda, 0 on cpu).
 set -euo pipefail
