@@ -6,9 +6,11 @@ the batch done). A batch's partition name hashes its generations' ids AND texts:
 regenerated with new text under the same ids gets new partitions (the old ones are removed), so a trace is
 never reused for a text it was not computed from. `traced_generations` records, per generation, the hash
 of the traced text and its length in index tokens; the marts join on that hash.
-Each worker process opens the index once; its threads share it (lookups release the GIL). Between
-batches a worker reopens the engine once it has served `reopen_every` generations, which returns the
-memory maps' page tables to the OS. Results depend only on the generation text and the parameters,
+Each worker process opens the index once; its threads share it (lookups release the GIL). Before each
+batch a worker measures its mapped memory and reopens the engine when it is over the engine's budget
+(`IndexEngine.reopen_if_over_budget`), which returns the memory maps' page tables to the OS. A batch's four
+partitions are written in one lake transaction: a crash never leaves spans without their `span_counts`
+(the batch-done marker) or the reverse. Results depend only on the generation text and the parameters,
 never on the number of workers, threads or the order of work.
 """
 
@@ -35,7 +37,6 @@ class TraceJob:
     index_dirs: tuple[str, ...]
     params: TraceParams
     threads: int = 1
-    reopen_every: int = 2000
 
     @property
     def trace_id(self) -> str:
@@ -63,18 +64,15 @@ class TraceWorker:
     def __init__(self, job: TraceJob, trace_id: str):
         self.job = job
         self.tracer = open_tracer(job, trace_id)
-        self.served = 0
 
     def __call__(self, batch: Sequence[tuple[str, str]]) -> tuple[list, list, list, list]:
-        if self.served >= self.job.reopen_every:  # between batches: no thread is using the engine
-            self.tracer.engine.reopen()
-            self.served = 0
+        # between batches no thread is using the engine: the only safe moment to reopen it
+        self.tracer.engine.reopen_if_over_budget()
         if self.job.threads > 1:
             with ThreadPoolExecutor(self.job.threads) as ex:
                 outs = list(ex.map(lambda g: self.tracer.trace(*g), batch))
         else:
             outs = [self.tracer.trace(*g) for g in batch]
-        self.served += len(batch)
         spans, docs, counts, traced = [], [], [], []
         for o in outs:
             spans += o.spans
@@ -130,10 +128,11 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
              for b in batches]
     # a changed input (e.g. a re-imported run) leaves partitions that no longer belong to the plan
     prefix = f"{trace_id[:16]}--{src}--"
-    for table in ("span_counts", "traced_generations", "span_documents", "spans"):
-        for part in lake.partitions(table):
-            if part.startswith(prefix) and part not in names:
-                lake.delete(table, part)
+    with lake.transaction():
+        for table in ("span_counts", "traced_generations", "span_documents", "spans"):
+            for part in lake.partitions(table):
+                if part.startswith(prefix) and part not in names:
+                    lake.delete(table, part)
     todo = [(n, b) for n, b in zip(names, batches) if not lake.is_done("span_counts", n)]
     skipped = len(batches) - len(todo)
 
@@ -149,10 +148,11 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
         def record(name, result, size):
             nonlocal n_spans, n_docs, done_gens
             spans, docs, counts, traced = result
-            lake.write("spans", name, spans)
-            lake.write("span_documents", name, docs)
-            lake.write("traced_generations", name, traced)
-            lake.write("span_counts", name, counts)
+            with lake.transaction():  # the batch's four partitions appear together or not at all
+                lake.write("spans", name, spans)
+                lake.write("span_documents", name, docs)
+                lake.write("traced_generations", name, traced)
+                lake.write("span_counts", name, counts)
             n_spans += len(spans)
             n_docs += len(docs)
             done_gens += size

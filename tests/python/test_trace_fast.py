@@ -56,7 +56,7 @@ def engine(request, corpus, bpe, tmp_path_factory):
         out = tmp_path_factory.mktemp("fast-idx") / f"idx-{kind}-{k}"
         build_index([corpus[0]], spec, out, shards=int(k), progress=False)
         dirs.append(str(out))
-    eng = IndexEngine(dirs, reopen_every=50)  # reopening mid-test must not change answers
+    eng = IndexEngine(dirs, reopen_every=50, memory_budget=0)  # reopening mid-test must not change answers
     yield eng, load_tokenizer(spec)
     eng.close()
 
