@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ingest.errors import UserError
+from ingest.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -32,20 +33,12 @@ class Executor(Protocol):
     def map(self, spec: WorkerSpec, batches: Sequence[Any]) -> Iterator[Any]: ...
 
 
-_REGISTRY: dict[str, Callable[..., Executor]] = {}
-
-
-def register(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-    return deco
+EXECUTORS: Registry[Callable[..., Executor]] = Registry("executor", sort_names=True)
+register = EXECUTORS.register
 
 
 def get_executor(name: str = "local", **kwargs) -> Executor:
-    if name not in _REGISTRY:
-        raise UserError(f"unknown executor {name!r}; choose one of {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](**kwargs)
+    return EXECUTORS.get(name)(**kwargs)
 
 
 _PROCESS_WORKER: dict[str, Any] = {}

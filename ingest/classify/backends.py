@@ -29,40 +29,33 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ingest.errors import UserError
+from ingest.registry import Registry
 
 StepHook = Callable[[int, int], None] | None
 BACKEND_FILE = "backend.json"
 
-_REGISTRY: dict[str, type[Backend]] = {}
+CLASSIFIER_BACKENDS: Registry[type[Backend]] = Registry("classifier backend")
 
 
 def register_backend(cls: type[Backend]) -> type[Backend]:
     """Class decorator: make a backend available by its `name`."""
-    _REGISTRY[cls.name] = cls
-    return cls
+    return CLASSIFIER_BACKENDS.register()(cls)
 
 
 def list_backends() -> list[str]:
     _load_builtin()
-    return list(_REGISTRY)
+    return CLASSIFIER_BACKENDS.names()
 
 
 def backend_class(name: str) -> type[Backend]:
     _load_builtin()
-    cls = _REGISTRY.get(name)
-    if cls is None:
-        raise UserError(f"unknown classifier backend {name!r}; known: {', '.join(_REGISTRY)}")
-    return cls
+    return CLASSIFIER_BACKENDS.get(name)
 
 
 def make_backend(name: str, n_domains: int, seed: int = 0, **params: Any) -> Backend:
     """A fresh, unfitted backend; unknown parameters are a `UserError` naming the allowed ones."""
-    cls = backend_class(name)
-    allowed = set(inspect.signature(cls.__init__).parameters) - {"self", "n_domains", "seed"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise UserError(f"backend {name!r} has no parameter(s) {unknown}; it takes {sorted(allowed)}")
-    return cls(n_domains=n_domains, seed=seed, **params)
+    _load_builtin()
+    return CLASSIFIER_BACKENDS.create(name, fixed=("n_domains", "seed"), n_domains=n_domains, seed=seed, **params)
 
 
 def load_backend(path: Path) -> Backend:

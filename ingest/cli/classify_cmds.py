@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -34,17 +33,9 @@ def _split_domains(values: list[str] | None) -> list[str] | None:
 
 
 def _parse_params(items: list[str] | None) -> dict:
-    params = {}
-    for item in items or []:
-        if "=" not in item:
-            raise UserError(f"--param {item!r}: use KEY=VALUE (e.g. --param C=4)")
-        key, raw = item.split("=", 1)
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        params[key.strip().replace("-", "_")] = value
-    return params
+    from ingest.options import parse_key_values
+
+    return parse_key_values(items or [], "--param", "C=4", dashes=True)
 
 
 @app.command("train")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ingest.errors import UserError
+from ingest.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -53,24 +54,16 @@ class Backend(Protocol):
     def bos_id(self) -> int: ...
 
 
-_REGISTRY: dict[str, Callable[..., Backend]] = {}
-
-
-def register(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-    return deco
+BACKENDS: Registry[Callable[..., Backend]] = Registry("backend", sort_names=True)
+register = BACKENDS.register
 
 
 def get_backend(name: str, model: str, **kwargs) -> Backend:
-    if name not in _REGISTRY:
-        raise UserError(f"unknown backend {name!r}; choose one of {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](model, **kwargs)
+    return BACKENDS.get(name)(model, **kwargs)
 
 
 def list_backends() -> list[str]:
-    return sorted(_REGISTRY)
+    return BACKENDS.names()
 
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -113,32 +106,12 @@ def resolve_dtype(dtype: str, device: str) -> str:
 
 
 def parse_engine_args(pairs: Sequence[str]) -> dict:
-    """`KEY=VALUE` strings -> keyword arguments for `vllm.LLM`: ints and floats as numbers
-    (`tensor_parallel_size=2`, `max_model_len=4096`, `gpu_memory_utilization=0.5`), true/false in any case
-    as booleans (`enforce_eager=true`), none/null as None, JSON lists/objects as such, anything else as a
-    string (`dtype=bfloat16`). A key given twice is an error (which one wins would be a guess)."""
-    import json
+    """`KEY=VALUE` strings -> keyword arguments for `vllm.LLM` (`tensor_parallel_size=2`,
+    `max_model_len=4096`, `gpu_memory_utilization=0.5`, `enforce_eager=true`, `dtype=bfloat16`); the typing
+    rules are `ingest.options.parse_key_values`'s."""
+    from ingest.options import parse_key_values
 
-    out: dict = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not key.isidentifier():
-            raise UserError(f"--engine-arg {pair!r}: use KEY=VALUE with a Python name as KEY, e.g. "
-                            "tensor_parallel_size=2")
-        if key in out:
-            raise UserError(f"--engine-arg {key} is given twice; keep one")
-        low = value.lower()
-        if low in ("true", "false"):
-            out[key] = low == "true"
-        elif low in ("none", "null"):
-            out[key] = None
-        else:
-            try:
-                out[key] = json.loads(value)
-            except ValueError:
-                out[key] = value
-    return out
+    return parse_key_values(pairs, "--engine-arg", "tensor_parallel_size=2")
 
 
 def _load_tokenizer(model: str):

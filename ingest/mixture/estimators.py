@@ -51,30 +51,23 @@ from ingest.mixture import confusion as cm
 from ingest.mixture.calibration import Calibrator, fit_calibrator
 from ingest.mixture.records import MixtureInputs
 from ingest.mixture.simplex import project_simplex, simplex_lstsq
+from ingest.registry import Registry
 
-_REGISTRY: dict[str, type[Estimator]] = {}
+ESTIMATORS: Registry[type[Estimator]] = Registry("mixture estimator")
 
 
 def register(cls: type[Estimator]) -> type[Estimator]:
     """Class decorator: make an estimator available by its `name`."""
-    _REGISTRY[cls.name] = cls
-    return cls
+    return ESTIMATORS.register()(cls)
 
 
 def list_estimators() -> list[str]:
-    return list(_REGISTRY)
+    return ESTIMATORS.names()
 
 
 def get_estimator(name: str, **params: Any) -> Estimator:
     """A fresh estimator by name; unknown names or parameters are a `UserError`."""
-    cls = _REGISTRY.get(name)
-    if cls is None:
-        raise UserError(f"unknown mixture estimator {name!r}; known: {', '.join(_REGISTRY)}")
-    allowed = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise UserError(f"estimator {name!r} has no parameter(s) {unknown}; it takes {sorted(allowed)}")
-    return cls(**params)
+    return ESTIMATORS.create(name, **params)
 
 
 class Estimator(ABC):

@@ -20,7 +20,7 @@ import pytest
 
 from ingest.classify import (Backend, load_classifier, make_backend, nll, register_backend, score_runs, softmax,
                              train_classifier)
-from ingest.classify.backends import _REGISTRY
+from ingest.classify.backends import CLASSIFIER_BACKENDS
 from ingest.errors import UserError
 from ingest.importers.generations import import_generations
 from ingest.lake import Lake
@@ -201,7 +201,7 @@ def test_cross_fitting_never_scores_a_document_with_a_model_that_trained_on_it(t
         import_references(lake, write_refs(tmp_path / "refs.jsonl", corpus, n=12, plant=False), folds=4)
         s = train_classifier(lake, backend="spy", name="spy", progress=False)
     finally:
-        _REGISTRY.pop("spy", None)
+        CLASSIFIER_BACKENDS.remove("spy")
     texts = {r["text"] for r in lake.read("reference_docs").to_pylist()}
     assert len(SpyBackend.fits) == 5 and s.folds == 4  # 4 fold models + the final model
     assert SpyBackend.fits[-1] == texts  # the final model trains on everything ...
