@@ -44,17 +44,17 @@ def main() -> None:
     from ingest.build import build
     from ingest.classify.score import score_runs
     from ingest.classify.train import train_classifier
-    from ingest.cli.prompts_cmds import build_prompt_set
-    from ingest.cli.sandbox_cmds import build_and_register
     from ingest.corpora import corpus_id_for
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
     from ingest.home import db_path
     from ingest.lake import Lake
+    from ingest.prompts.build import build_prompt_set
     from ingest.references import import_references
-    from ingest.sandbox.sizes import sandbox_size
     from ingest.sandbox.reference import held_out_documents, write_reference_jsonl
+    from ingest.sandbox.register import build_and_register
+    from ingest.sandbox.sizes import sandbox_size
 
     home = a.warehouse.resolve()
     lake = Lake(home)

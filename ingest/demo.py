@@ -42,14 +42,14 @@ def data_file(name: str) -> Path:
 
 def run_demo(home: Path, size: str = "default", console: Console | None = None, progress: bool = True) -> dict:
     from ingest.build import build
-    from ingest.cli.prompts_cmds import build_prompt_set
     from ingest.classify.score import score_runs
     from ingest.classify.train import train_classifier
-    from ingest.cli.sandbox_cmds import build_and_register, import_sandbox_references
     from ingest.corpora import corpus_id_for, corpus_row
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
+    from ingest.prompts.build import build_prompt_set
+    from ingest.sandbox.register import build_and_register, import_sandbox_references
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob, trace_generations
 

@@ -9,44 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from ingest.cli.context import console, state
+from ingest.sandbox.register import build_and_register, import_sandbox_references
 from ingest.sandbox.sizes import sandbox_size
 
 app = typer.Typer(help="The embedded offline sandbox: a real corpus, tokenizer, index and tiny model.",
                   no_args_is_help=True)
-
-
-def build_and_register(lake, home, size, seed: int = 0, progress: bool = True):
-    """Build (or reuse) the sandbox under <warehouse>/sandbox/<name>-seed<seed>, register its corpus and
-    write its documented mixture (share of documents per domain) into `mixtures_documented`.
-
-    `size` is a size name or a `SandboxSize` (e.g. from :func:`sandbox_size`)."""
-    from ingest.corpora import register_corpus
-    from ingest.lake.writer import partition_name
-    from ingest.sandbox.build import build_sandbox
-    from ingest.sandbox.indexing import sandbox_index_builder
-    from ingest.sandbox.reference import documented_mixture_rows
-    from ingest.sandbox.sizes import get_size
-
-    size = get_size(size)
-    paths = build_sandbox(size, home / "sandbox" / f"{size.name}-seed{seed}", seed=seed,
-                          index_builder=sandbox_index_builder, progress=progress)
-    name = f"sandbox-{size.name}" if seed == 0 else f"sandbox-{size.name}-seed{seed}"
-    register_corpus(lake, name, [paths.index_dir])
-    lake.write("mixtures_documented", partition_name("sandbox", name),
-               documented_mixture_rows(paths.mixture_json, str(paths.model_dir), "docs"))
-    return paths, name
-
-
-def import_sandbox_references(lake, paths, name: str, per_domain: int = 150, folds: int = 5, seed: int = 0):
-    """Held-out reference documents of the sandbox's domains into `reference_docs` (source = the corpus name)."""
-    from ingest.references import import_references
-    from ingest.sandbox.reference import held_out_documents, write_reference_jsonl
-
-    docs = held_out_documents(paths.size, paths.corpus_jsonl, per_domain=per_domain, seed=seed)
-    out = paths.root / "reference.jsonl"
-    write_reference_jsonl(docs, out)
-    return import_references(lake, out, cap_per_domain=max(per_domain, folds), folds=folds, seed=seed,
-                             source=name)
 
 
 _SIZE = Annotated[str, typer.Option(help="tiny (tests, ~1 min), small, or default (demo, ~10 min).")]

@@ -29,7 +29,7 @@ def _rows(lake: Lake, table: str, key: str) -> list[dict]:
 
 
 def _generate(lake: Lake, mini_stack, executor) -> None:
-    from ingest.cli.prompts_cmds import build_prompt_set
+    from ingest.prompts.build import build_prompt_set
 
     register_corpus(lake, "mini", [mini_stack["index"]])
     build_prompt_set(lake, "mini", "minimal_cue", n=4, seed=3)

@@ -86,7 +86,7 @@ def _spec(run_id: str) -> RunSpec:
 
 
 def test_run_is_resumable_and_never_duplicates(mini_stack, stack_lake) -> None:
-    from ingest.cli.prompts_cmds import build_prompt_set
+    from ingest.prompts.build import build_prompt_set
 
     build_prompt_set(stack_lake, "mini", "minimal_cue", n=5)
     be = get_backend("hf", str(mini_stack["model"]), batch_size=8)

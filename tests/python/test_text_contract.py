@@ -54,7 +54,7 @@ def other_model(mini_stack, tmp_path_factory):
 def test_a_model_receives_its_own_ids_and_the_index_its_own(mini_stack, other_model, home) -> None:
     from transformers import AutoTokenizer
 
-    from ingest.cli.prompts_cmds import build_prompt_set
+    from ingest.prompts.build import build_prompt_set
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob, trace_generations
 

@@ -47,7 +47,7 @@ def test_vllm_generates_all_settings_reproducibly_and_resumes(mini_stack, home, 
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    from ingest.cli.prompts_cmds import build_prompt_set
+    from ingest.prompts.build import build_prompt_set
     from ingest.demo import data_file
 
     # vLLM's CPU attention wants a head size it has kernels for (32 here); the weights are random, which is

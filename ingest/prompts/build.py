@@ -1,0 +1,96 @@
+"""Build one setting's prompt set and write it to the `prompts` table.
+
+Each setting has one builder in `SETTINGS` (name -> function of the open corpus and a `PromptRequest`),
+so adding a setting is one function and one registry line, not another branch in the CLI. The partition
+key hashes every option and the content of the sentence files, so a rebuild with the same inputs replaces
+the earlier set and a changed input makes a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.errors import UserError
+from ingest.prompts import settings as S
+from ingest.registry import Registry
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    n: int = 1000
+    lang: str = "en"
+    seed: int = 0
+    file: Path | None = None
+    match_file: Path | None = None
+    check_leakage: bool = True
+
+
+SETTINGS: Registry = Registry("setting")
+
+
+@SETTINGS.register("unconditional")
+def _unconditional(corpus, setting: str, req: PromptRequest):
+    return S.unconditional(corpus), []
+
+
+@SETTINGS.register("minimal_cue")
+def _minimal_cue(corpus, setting: str, req: PromptRequest):
+    return S.minimal_cue(corpus, req.n, req.lang, req.seed), []
+
+
+@SETTINGS.register("specific")
+@SETTINGS.register("generic")
+def _sentences(corpus, setting: str, req: PromptRequest):
+    from ingest.prompts.sentences import length_match, read_sentences
+
+    if req.file is None:
+        raise UserError(f"--file is required for the {setting} setting (one sentence a line, or a Tatoeba TSV)")
+    sf = read_sentences(req.file, req.lang)
+    notes = [f"{k}: {v}" for k, v in sf.dropped.items()]
+    texts = sf.sentences
+    if setting == "specific" and req.match_file is not None:
+        generic = read_sentences(req.match_file, req.lang).sentences
+        lens = [len(corpus.tokenizer.encode(s)) for s in generic[:req.n]]
+        texts = length_match(lens, [(s, len(corpus.tokenizer.encode(s))) for s in texts], req.seed)
+        notes.append(f"length-matched {len(texts)} of {len(lens)} generic sentences")
+    else:
+        texts = random.Random(req.seed).sample(texts, min(req.n, len(texts)))
+    ps = S.sentences(corpus, setting, texts, req.lang, source=str(req.file), check_leakage=req.check_leakage)
+    return ps, notes
+
+
+@SETTINGS.register("prefix")
+def _prefix(corpus, setting: str, req: PromptRequest):
+    return S.prefix(corpus, req.n, req.seed), []
+
+
+@SETTINGS.register("neutral")
+def _neutral(corpus, setting: str, req: PromptRequest):
+    return S.neutral(corpus), []
+
+
+def _digest(f: Path | None) -> str | None:
+    return hashlib.sha256(Path(f).read_bytes()).hexdigest() if f else None
+
+
+def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lang: str = "en", seed: int = 0,
+                     file: Path | None = None, match_file: Path | None = None, check_leakage: bool = True):
+    """Build one setting's prompts and write them (replacing an earlier build of the same setting).
+    Returns the `PromptSet` and notes for the user (what the sentence reader dropped, length matching)."""
+    from ingest.corpora import open_corpus
+    from ingest.lake import make_key, partition_name
+
+    builder = SETTINGS.get(setting)  # an unknown setting fails before the corpus is opened
+    corpus = open_corpus(lake, corpus_name)
+    req = PromptRequest(n, lang, seed, file, match_file, check_leakage)
+    ps, notes = builder(corpus, setting, req)
+    prompt_set = make_key(corpus.corpus_id, setting, json.dumps(
+        {"n": n, "lang": lang, "seed": seed, "file": _digest(file), "match_file": _digest(match_file),
+         "leakage_filter": check_leakage}, sort_keys=True))
+    ps.stamp(prompt_set)
+    lake.write("prompts", partition_name("set", corpus_name, setting, prompt_set[:12]), ps.rows)
+    return ps, notes
