@@ -64,6 +64,7 @@ def _register_optional() -> None:
     __import__("ingest.cli.classify_cmds", fromlist=["register"]).register(app)  # classify, reference
     app.command("score")(__import__("ingest.cli.score_cmds", fromlist=["score"]).score)
     app.add_typer(__import__("ingest.cli.mixture_cmds", fromlist=["app"]).app, name="mixture")
+    __import__("ingest.cli.explore_cmds", fromlist=["register"]).register(app)  # explore, docs
 
 
 _register_optional()

@@ -1,0 +1,68 @@
+"""`lmaudit docs`: dbt's documentation site (every model's lineage and column descriptions) for the warehouse.
+
+`dbt docs generate --static` runs with the warehouse's own profile and target folder (as `lmaudit build`) and
+writes one self-contained `static_index.html` (manifest and catalog inlined), which is copied out as
+`index.html` next to `manifest.json` and `catalog.json`. The catalog reads the DuckDB file, so it takes the
+build lock: docs are never generated while a build writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.errors import StepFailed, UserError
+from ingest.home import db_path
+
+FILES = ("manifest.json", "catalog.json")
+
+
+@dataclass(frozen=True)
+class DocsSite:
+    folder: Path
+    index: Path
+    n_models: int
+
+
+def generate_docs(home: Path, out: Path) -> DocsSite:
+    import json
+
+    from ingest.build import build_lock, run_dbt
+
+    if not db_path(home).exists():
+        raise UserError(f"no warehouse database at {db_path(home)}; run `lmaudit build` first")
+    with build_lock(home):
+        res = run_dbt(home, ["docs", "generate", "--static"])
+    if res.exception is not None:
+        raise UserError(f"dbt could not run: {str(res.exception).splitlines()[0]}; see {home / 'dbt' / 'logs'}")
+    if not res.success:
+        raise StepFailed(f"dbt docs generate failed; details in {home / 'dbt' / 'logs' / 'dbt.log'}")
+    target = home / "dbt" / "target"
+    static = target / "static_index.html"
+    if not static.exists():
+        raise StepFailed(f"dbt docs generate wrote no {static}; details in {home / 'dbt' / 'logs' / 'dbt.log'}")
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(static, out / "index.html")
+    for name in FILES:
+        shutil.copyfile(target / name, out / name)
+    manifest = json.loads((out / "manifest.json").read_text())
+    n_models = sum(1 for n in manifest.get("nodes", {}).values() if n.get("resource_type") == "model")
+    return DocsSite(out, out / "index.html", n_models)
+
+
+def serve_folder(folder: Path, port: int):
+    """A static file server for `folder` on 127.0.0.1:`port` (0: any free port)."""
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002
+            pass
+
+    try:
+        return ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Quiet, directory=str(folder)))
+    except OSError as e:
+        raise UserError(f"cannot listen on 127.0.0.1:{port} ({e.strerror or e}); choose another --port "
+                        "(0 picks a free one)") from None

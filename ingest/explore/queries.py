@@ -1,0 +1,307 @@
+"""The explorer's queries: runs with their headline metrics, a filtered, sorted page of generations, one
+generation with its spans, one span's documents.
+
+Everything is read from the built warehouse through one read-only DuckDB connection that can read only the
+lake (as `lmaudit sql`): per-generation facts come from `int_generation_facts` (the same definitions as the
+metrics: longest span, full match, near-verbatim recall in index tokens), headline numbers from
+`fct_setting_metrics`. At start-up one query gathers a summary row per generation into a temporary table
+(at paper scale, 200,000 rows); each page of the generations table is then a `limit/offset` query on it,
+so no request ever returns more than one page. Spans and documents are read per generation / per span.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.errors import UserError
+from ingest.explore.spans import locate_spans, segments, window_match
+
+HEADLINE = ("fmr", "fmr20", "als", "nvr", "r50")
+# sortable columns of the generations table (name -> SQL expression on explore_generations)
+SORTS = {"position": "ordinal", "longest_span": "longest_span", "nv_recall": "nv_recall", "n_spans": "n_spans",
+         "n_tokens": "n_tokens", "full_match": "full_match", "domain": "domain", "setting": "setting",
+         "run_id": "run_id"}
+MAX_PAGE = 500
+
+SUMMARY_SQL = """
+create temp table explore_generations as
+with facts as (
+    select *
+    from int_generation_facts
+    qualify row_number() over (partition by generation_id order by is_traced desc nulls last, trace_id) = 1
+),
+span_domains as (
+    select spans.generation_id, spans.trace_id, docs.domain, count(*) as n
+    from stg_spans as spans
+    inner join stg_span_documents as docs on spans.span_id = docs.span_id
+    where docs.domain is not null
+    group by all
+),
+top_domain as (
+    select generation_id, trace_id, first(domain order by n desc, domain) as domain
+    from span_domains
+    group by all
+),
+runs as (select run_id, model, setting, purpose from stg_runs)
+select
+    row_number() over (order by runs.run_id, generations.prompt_id nulls first, generations.sample_idx,
+                       generations.generation_id) - 1 as ordinal,
+    generations.generation_id,
+    generations.run_id,
+    runs.model,
+    runs.setting,
+    generations.prompt_id,
+    generations.sample_idx,
+    facts.trace_id,
+    coalesce(facts.is_traced, false) as is_traced,
+    facts.n_tokens,
+    facts.n_spans,
+    facts.longest_span,
+    case when facts.n_nv_docs > 0 then facts.nv_sum / facts.n_nv_docs end as nv_recall,
+    facts.full_match_normalized as full_match,
+    facts.full_match_raw,
+    facts.is_blank,
+    top_domain.domain,
+    left(generations.text, 160) as preview
+from stg_generations as generations
+inner join runs on generations.run_id = runs.run_id
+left join facts on generations.generation_id = facts.generation_id
+left join top_domain on facts.generation_id = top_domain.generation_id and facts.trace_id = top_domain.trace_id
+"""
+
+RUNS_SQL = """
+with counts as (
+    select run_id, count(*) as n_generations, count(*) filter (where is_traced) as n_traced
+    from explore_generations group by run_id
+),
+metrics as (
+    select run_id, metric, value, ci_low, ci_high
+    from fct_setting_metrics where metric in ({metrics})
+    qualify row_number() over (partition by run_id, metric order by trace_id nulls last) = 1
+)
+select runs.run_id, runs.model, runs.setting, runs.purpose, coalesce(counts.n_generations, 0) as n_generations,
+       coalesce(counts.n_traced, 0) as n_traced,
+       {pivot}
+from stg_runs as runs
+left join counts on runs.run_id = counts.run_id
+left join metrics on runs.run_id = metrics.run_id
+group by all
+order by runs.model, runs.setting, runs.run_id
+"""
+
+
+@dataclass(frozen=True)
+class GenQuery:
+    """One request for the generations table: filters, a sort and a page."""
+
+    run_ids: tuple[str, ...] = ()
+    setting: str | None = None
+    domain: str | None = None
+    full_match: bool | None = None
+    min_longest: int | None = None
+    min_nv_recall: float | None = None
+    sort: str = "longest_span"
+    descending: bool = True
+    page: int = 0
+    size: int = 50
+
+    def __post_init__(self):
+        if self.sort not in SORTS:
+            raise UserError(f"unknown sort {self.sort!r}; use one of {', '.join(SORTS)}")
+        if not 1 <= self.size <= MAX_PAGE:
+            raise UserError(f"page size must be 1..{MAX_PAGE}, not {self.size}")
+        if self.page < 0:
+            raise UserError("page must be >= 0")
+
+
+@dataclass
+class Page:
+    rows: list[dict]
+    total: int
+    page: int
+    size: int
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def _dicts(cur) -> list[dict]:
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def open_warehouse(home: Path):
+    """A read-only connection to the built warehouse that reads no file outside the lake (as `lmaudit sql`),
+    and may create temporary tables (kept in memory, never in the warehouse file)."""
+    from ingest.export import _connect
+
+    con = _connect(home)
+    lake = str((home / "lake").resolve()) + "/"
+    con.execute("set allowed_directories = [?]", [lake])
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+    return con
+
+
+class Explorer:
+    """All queries of the explorer over one connection (DuckDB connections are not for concurrent use: a
+    lock serialises the server's threads)."""
+
+    def __init__(self, home: Path, run_ids: tuple[str, ...] = ()):
+        import time
+
+        import duckdb
+
+        self.home = home
+        self.con = open_warehouse(home)
+        self.lock = threading.Lock()
+        start = time.perf_counter()
+        try:
+            self.con.execute(SUMMARY_SQL)
+        except duckdb.CatalogException as e:
+            self.con.close()
+            raise UserError(f"the warehouse has no trace marts yet ({str(e).splitlines()[0]}); run `lmaudit build` "
+                            "first") from None
+        if run_ids:
+            known = {r for (r,) in self.con.execute("select run_id from stg_runs").fetchall()}
+            missing = [r for r in run_ids if r not in known]
+            if missing:
+                self.con.close()
+                raise UserError(f"unknown run(s) {', '.join(missing)}; see `lmaudit sql \"select run_id from "
+                                "stg_runs\"`")
+            self.con.execute("delete from explore_generations where not list_contains(?, run_id)", [list(run_ids)])
+        self.run_ids = run_ids
+        self.startup_seconds = time.perf_counter() - start
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _q(self, sql: str, params=()) -> list[dict]:
+        with self.lock:
+            return _dicts(self.con.execute(sql, list(params)))
+
+    # -- runs ---------------------------------------------------------------------------------------
+    def runs(self) -> list[dict]:
+        pivot = ", ".join(f"max(metrics.value) filter (where metrics.metric = '{m}') as {m}" for m in HEADLINE)
+        sql = RUNS_SQL.format(metrics=", ".join(f"'{m}'" for m in HEADLINE), pivot=pivot)
+        rows = self._q(sql)
+        if self.run_ids:
+            rows = [r for r in rows if r["run_id"] in self.run_ids]
+        return rows
+
+    def facets(self) -> dict:
+        """Values for the filter menus."""
+        settings = [r["setting"] for r in self._q("select distinct setting from explore_generations order by 1")]
+        domains = [r["domain"] for r in self._q("select distinct domain from explore_generations "
+                                                 "where domain is not null order by 1")]
+        return {"settings": settings, "domains": domains}
+
+    # -- the generations table ---------------------------------------------------------------------
+    def generations(self, q: GenQuery) -> Page:
+        import time
+
+        where, params = ["true"], []
+        if q.run_ids:
+            where.append("list_contains(?, run_id)")
+            params.append(list(q.run_ids))
+        if q.setting:
+            where.append("setting = ?")
+            params.append(q.setting)
+        if q.domain:
+            where.append("domain = ?")
+            params.append(q.domain)
+        if q.full_match is not None:
+            where.append("coalesce(full_match, false) = ?")
+            params.append(q.full_match)
+        if q.min_longest is not None:
+            where.append("longest_span >= ?")
+            params.append(q.min_longest)
+        if q.min_nv_recall is not None:
+            where.append("nv_recall >= ?")
+            params.append(q.min_nv_recall)
+        cond = " and ".join(where)
+        order = f"{SORTS[q.sort]} {'desc' if q.descending else 'asc'} nulls last, ordinal"
+        start = time.perf_counter()
+        with self.lock:
+            (total,) = self.con.execute(f"select count(*) from explore_generations where {cond}", params).fetchone()
+            rows = _dicts(self.con.execute(
+                f"select * from explore_generations where {cond} order by {order} limit ? offset ?",
+                [*params, q.size, q.page * q.size]))
+        return Page(rows, total, q.page, q.size, time.perf_counter() - start)
+
+    # -- one generation -----------------------------------------------------------------------------
+    def generation(self, generation_id: str) -> dict | None:
+        found = self._q("select * from explore_generations where generation_id = ?", [generation_id])
+        if not found:
+            return None
+        g = found[0]
+        detail = self._q("""
+            select generations.text, prompts.text as prompt, prompts.true_continuation, prompts.source_doc
+            from stg_generations as generations
+            left join stg_prompts as prompts on generations.prompt_id = prompts.prompt_id
+            where generations.generation_id = ?""", [generation_id])[0]
+        g.update(detail)
+        spans = self._spans(generation_id, g["trace_id"]) if g["trace_id"] else []
+        placed = locate_spans(g["text"], spans)
+        for s in spans:
+            se = placed.get(s["span_id"])
+            s["char_start"], s["char_end"] = (se if se else (None, None))
+        g["spans"] = spans
+        g["segments"] = segments(g["text"], placed)
+        return g
+
+    def _spans(self, generation_id: str, trace_id: str) -> list[dict]:
+        return self._q("""
+            with spans as (
+                select * from stg_spans where generation_id = ? and trace_id = ?
+            ),
+            docs as (
+                select span_id, count(*) as n_docs, max(nv_recall) as best_nv_recall,
+                       bool_or(match_tier in ('exact_full_raw', 'exact_full_normalized')) as full_doc
+                from stg_span_documents where span_id in (select span_id from spans) group by span_id
+            )
+            select spans.span_id, spans.start_tok, spans.end_tok, spans.length, spans.count, spans.unigram_logprob,
+                   spans.kept, spans.merged, spans.is_full, spans.text, coalesce(docs.n_docs, 0) as n_docs,
+                   docs.best_nv_recall, counts.first50_count, counts.whole_count
+            from spans
+            left join docs on spans.span_id = docs.span_id
+            left join stg_span_counts as counts on spans.span_id = counts.span_id
+            order by spans.start_tok, spans.end_tok""", [generation_id, trace_id])
+
+    # -- one span's documents -----------------------------------------------------------------------
+    def span_documents(self, span_id: str) -> dict | None:
+        span = self._q("select span_id, generation_id, length, count, text, is_full from stg_spans where span_id = ?",
+                       [span_id])
+        if not span:
+            return None
+        docs = self._q("""
+            select shard, doc_ix, doc_id, source, domain, metadata, window_text, match_tier, nv_recall,
+                   nv_matched_words, nv_generation_words, nv_document_words
+            from stg_span_documents where span_id = ?
+            order by nv_recall desc nulls last, shard, doc_ix""", [span_id])
+        return {"span": span[0], "documents": with_windows(docs, span[0]["text"])}
+
+    def documents_of_spans(self, span_ids: list[str]) -> dict[str, list[dict]]:
+        """Documents of many spans at once (the static export writes a generation with all of them)."""
+        if not span_ids:
+            return {}
+        rows = self._q("""
+            select docs.span_id, spans.text as span_text, shard, doc_ix, doc_id, source, domain, metadata, window_text,
+                   match_tier, nv_recall, nv_matched_words, nv_generation_words, nv_document_words
+            from stg_span_documents as docs inner join stg_spans as spans on docs.span_id = spans.span_id
+            where list_contains(?, docs.span_id)
+            order by docs.span_id, nv_recall desc nulls last, shard, doc_ix""", [span_ids])
+        out: dict[str, list[dict]] = {}
+        for r in rows:
+            out.setdefault(r.pop("span_id"), []).append(r)
+        return {sid: with_windows(docs) for sid, docs in out.items()}
+
+
+def with_windows(docs: list[dict], span_text: str | None = None) -> list[dict]:
+    """Add each document's matched window (`match_start`, `match_end` in `window_text`); the span's text is
+    `span_text` or each row's own `span_text` column."""
+    for d in docs:
+        at = window_match(d.get("window_text"), d.pop("span_text", span_text))
+        d["match_start"], d["match_end"] = at if at else (None, None)
+    return docs
