@@ -48,6 +48,7 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
+    from ingest.lake.runs import run_texts
     from ingest.prompts.build import build_prompt_set
     from ingest.sandbox.register import build_and_register, import_sandbox_references
     from ingest.trace.params import TraceParams
@@ -96,10 +97,9 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     t = step("trace every generation against the training corpus")
     dirs = tuple(corpus_row(lake, corpus)["index_dirs"])
     job = TraceJob(dirs, TraceParams())
-    gens = lake.read("generations").select(["generation_id", "run_id", "text"]).to_pylist()
     for rid in run_ids:
-        mine = [(g["generation_id"], g["text"]) for g in gens if g["run_id"] == rid]
-        trace_generations(lake, job, mine, f"run:{rid}", corpus_id=corpus_id_for(corpus), progress=progress)
+        trace_generations(lake, job, run_texts(lake, rid), f"run:{rid}", corpus_id=corpus_id_for(corpus),
+                          progress=progress)
     timings["trace"] = time.perf_counter() - t
 
     t = step("mixture: held-out reference documents, TF-IDF domain classifier, score the neutral samples")

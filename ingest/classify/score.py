@@ -17,13 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from ingest.classify.backends import Backend, load_backend, softmax
 from ingest.classify.train import META_FILE, calibrator_from_json, classifier_dir
 from ingest.errors import UserError
-from ingest.lake import Lake, make_key, partition_name, spec, text_hash
+from ingest.lake import Lake, make_key, partition_name, text_hash
 from ingest.mixture.calibration import Calibrator
 
 
@@ -91,21 +89,9 @@ def load_classifier(lake: Lake, name: str | None = None) -> LoadedClassifier:
 
 
 def _run_generations(lake: Lake, run_id: str) -> pa.Table:
-    # the lake's partition files only: pyarrow's directory discovery skips `_schema.parquet`, and an
-    # empty discovery has no columns to filter on
-    paths = [str(lake.partition_path("generations", p)) for p in lake.partitions("generations")]
-    if paths:
-        dataset = ds.dataset(paths, format="parquet", schema=spec("generations").schema)
-        t = dataset.to_table(columns=["generation_id", "text"], filter=pc.field("run_id") == run_id)
-    else:
-        t = pa.table({"generation_id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
-    if t.num_rows == 0:
-        runs = lake.read("runs").column("run_id").to_pylist()
-        if run_id not in runs:
-            known = ", ".join(sorted(runs)[:10]) or "none"
-            raise UserError(f"unknown run {run_id!r}; known runs: {known}")
-        raise UserError(f"run {run_id!r} has no generations; generate (or import) samples first")
-    return t.sort_by("generation_id")
+    from ingest.lake.runs import run_generations
+
+    return run_generations(lake, run_id)
 
 
 def is_scored(lake: Lake, classifier: str, run_id: str) -> bool:

@@ -18,10 +18,9 @@ def load_generations(lake, run: str | None, file: Path | None) -> tuple[list[tup
     if (run is None) == (file is None):
         raise UserError("pass exactly one of --run R or --generations FILE")
     if run is not None:
-        rows = [(r["generation_id"], r["text"]) for r in lake.read("generations").to_pylist() if r["run_id"] == run]
-        if not rows:
-            raise UserError(f"run {run!r} has no generations in the warehouse; check `lmaudit sql \"select * from stg_runs\"`")
-        return rows, f"run:{run}"
+        from ingest.lake.runs import run_texts
+
+        return run_texts(lake, run), f"run:{run}"
     rows = []
     for i, rec in iter_records(file):
         gid, text = rec.get("generation_id"), rec.get("text")
@@ -51,12 +50,12 @@ def trace(
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
 ) -> None:
     """Trace generations span by span; re-running the same command resumes where it stopped."""
+    import os
+
     from ingest.corpora import corpus_row
     from ingest.errors import UserError
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob, trace_generations
-
-    import os
 
     limit = 4 * (os.cpu_count() or 1)
     if executor == "local" and workers > limit:  # each worker is a process holding the index's maps

@@ -112,9 +112,6 @@ def reference_items(lake: Lake) -> list[tuple[str, str, str]]:
 
 def run_items(lake: Lake, run_id: str) -> list[tuple[str, str, str]]:
     """The generations of one run, as (generation_id, "generation", text); empty texts are left out."""
-    rows = [r for r in lake.read("generations").select(["generation_id", "run_id", "text"]).to_pylist()
-            if r["run_id"] == run_id]
-    if not rows:
-        raise UserError(f"run {run_id!r} has no generations in the warehouse; check `lmaudit sql \"select * from "
-                        "stg_runs\"`")
-    return [(r["generation_id"], "generation", r["text"]) for r in rows if r["text"].strip()]
+    from ingest.lake.runs import run_texts
+
+    return [(gid, "generation", text) for gid, text in run_texts(lake, run_id) if text.strip()]
