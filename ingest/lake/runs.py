@@ -20,8 +20,12 @@ def run_generations(lake: Lake, run_id: str, columns: tuple[str, ...] = ("genera
     """The run's generations (the given columns), sorted by generation id; a `UserError` when there are none."""
     paths = [str(lake.partition_path("generations", p)) for p in lake.partitions("generations")]
     if paths:  # the partition files only: an empty discovery has no columns to filter on
-        dataset = ds.dataset(paths, format="parquet", schema=spec("generations").schema)
-        t = dataset.to_table(columns=list(columns), filter=pc.field("run_id") == run_id)
+        try:
+            dataset = ds.dataset(paths, format="parquet", schema=spec("generations").schema)
+            t = dataset.to_table(columns=list(columns), filter=pc.field("run_id") == run_id)
+        except (pa.ArrowInvalid, OSError):
+            lake.read("generations")  # names the unreadable partition in one line
+            raise
     else:
         t = spec("generations").schema.empty_table().select(list(columns))
     if t.num_rows == 0:
