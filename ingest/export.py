@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ingest.errors import UserError
 from ingest.home import db_path
+from ingest.names import output_dir
 
 PUBLISHED = "lmaudit-published.duckdb"
 
@@ -50,7 +51,7 @@ def export(home: Path, fmt: str = "parquet", models: list[str] | None = None, ou
     if fmt not in ("parquet", "csv"):
         raise UserError(f"--format must be parquet or csv, not {fmt!r}")
     out = (out or home / "exports").resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     con = _connect(home)
     try:
         available = list_marts(con)

@@ -43,3 +43,17 @@ def inside(base: Path, path: Path) -> Path:
     if p == b or b not in p.parents:
         raise UserError(f"{path} is not inside {base}; refusing to write there")
     return path
+
+
+def output_dir(path: Path, option: str = "--out") -> Path:
+    """Create the folder a command writes its files to (`report --out`, `export --out`, `docs --out`); a
+    folder that cannot be made (under a file, in /proc, no permission, full disk) is one line naming it."""
+    import os
+
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise UserError(f"{option} {path}: cannot create this folder ({why}); choose a writable folder") from None
+    return path

@@ -22,9 +22,9 @@ def demo(
     st = state(ctx)
     out = run_demo(st.home, size, console)
     if not out["build"].success:
-        for f in out["build"].failures:
-            console.print(f"[red]x[/red] {f}")
-        raise typer.Exit(1)
+        from ingest.cli.warehouse_cmds import fail_build
+
+        fail_build(out["build"], st.home)
     ctx.invoke(_overview, ctx)
     total = sum(out["timings"].values())
     console.print("timings: " + ", ".join(f"{k} {v:.0f}s" for k, v in out["timings"].items()) + f"; total {total:.0f}s")

@@ -35,13 +35,18 @@ def build(
     if result.success:
         console.print(result.summary())
         return
+    fail_build(result, st.home)
+
+
+def fail_build(result, home) -> None:
+    """List a failed build's failures (at most 10) on stdout and raise its one-line `StepFailed`."""
     shown = 10
     for f in result.failures[:shown]:
         console.print(Text("x ", style="red") + Text(f))
     if len(result.failures) > shown:
         console.print(f"... and {len(result.failures) - shown} more failures", markup=False)
     first = f"; first: {result.failures[0]}" if result.failures else ""
-    raise StepFailed(f"{result.summary()}{first} (details in {st.home / 'dbt' / 'logs' / 'dbt.log'})")
+    raise StepFailed(f"{result.summary()}{first} (details in {home / 'dbt' / 'logs' / 'dbt.log'})")
 
 
 def sql(

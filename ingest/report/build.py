@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ingest.export import _connect
+from ingest.names import output_dir
 from ingest.report.figures import FIGURES
 
 HEADLINE_SQL = """
@@ -48,7 +49,7 @@ def _table(con, sql: str) -> str:
 
 def build_report(home: Path, out: Path | None = None) -> Report:
     out = (out or home / "report").resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     con = _connect(home)
     images, skipped, sections = {}, [], []
     try:

@@ -362,6 +362,8 @@ CASES = [
          "dbt build FAILED", rc=1, setup=_duplicate_generations),
     Case("build: another build is running", ["build"], "another `lmaudit build` is running", fault=_build_running),
     Case("demo: unknown size", ["demo", "--size", "huge"], "unknown size 'huge'"),
+    Case("report: --out under a file", ["report", "--out", "{data}/afile/sub"], "cannot create this folder"),
+    Case("report: --out in /proc", ["report", "--out", "/proc/lmaudit-report"], "cannot create this folder"),
     Case("warehouse under a file", ["init"], "which is a file", extra=["-w", "{data}/afile/wh"]),
     Case("warehouse cannot be created", ["build"], "/proc/lmaudit-wh", extra=["-w", "/proc/lmaudit-wh"]),
     Case("trace: --workers beyond the machine", ["trace", "--run", "r1", "--corpus", "mini", "--workers", "100000"],
