@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
@@ -76,8 +77,9 @@ def generate(
     if gpus_per_worker and executor != "ray":
         raise UserError("--gpus-per-worker is for --executor ray; a local run uses --device")
     if backend == "hf":
-        resolve_device(device)  # a bad --device fails before the corpus or model is looked at
+        resolved = resolve_device(device)  # a bad --device fails before the corpus or model is looked at
         kwargs = {"batch_size": batch_size, "threads": threads, "device": device, "dtype": dtype}
+        engine = {"device": resolved, "dtype": dtype}
     else:
         kwargs = parse_engine_args(engine_arg or [])
         if dtype != "auto":
@@ -85,6 +87,7 @@ def generate(
         tp = kwargs.get("tensor_parallel_size", 1)
         if executor == "ray" and isinstance(tp, int) and tp > max(gpus_per_worker, 1):
             raise UserError(f"--engine-arg tensor_parallel_size={tp} needs --gpus-per-worker {tp} with --executor ray")
+        engine = dict(kwargs)
     corpus_row(lake, corpus)
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
     from ingest.executors import get_executor
@@ -98,7 +101,7 @@ def generate(
     for s in wanted:
         units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
         spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base,
-                       purpose=purpose)
+                       purpose=purpose, engine=json.dumps(engine, sort_keys=True, default=str))
         r = run_generation(lake, be, spec, units, executor=ex, backend_kwargs=kwargs)
         rate = r.tokens / r.seconds if r.seconds > 0 else 0
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "

@@ -44,6 +44,7 @@ class RunSpec:
     chunk_size: int = 256
     purpose: str = "propme"  # propme / mixture / other: PropMe marts read only propme runs
     tokenizer: str | None = None  # the model's own tokenizer (prompts are text, each model encodes its own ids)
+    engine: str = "{}"  # JSON of what changes the samples besides sampling: device, dtype, vLLM engine args
 
     def __post_init__(self) -> None:
         from ingest.lake import PURPOSES
@@ -55,8 +56,11 @@ class RunSpec:
             raise UserError(f"unknown purpose {self.purpose!r}; choose one of {', '.join(PURPOSES)}")
 
     def fingerprint(self, units: Sequence[PromptUnit]) -> str:
+        """What the samples depend on: a resumed run whose fingerprint differs (another backend, device,
+        dtype or engine argument as well as other sampling) drops its chunks instead of mixing them."""
+        engine = () if self.engine == "{}" else (self.backend, self.engine)
         return make_key(self.model, self.setting, self.corpus_id, json.dumps(asdict(self.sampling), sort_keys=True),
-                        self.seed_base, self.chunk_size, *(f"{u.prompt_id}:{u.n_samples}" for u in units))
+                        self.seed_base, self.chunk_size, *engine, *(f"{u.prompt_id}:{u.n_samples}" for u in units))
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime,
         "top_p": spec.sampling.top_p, "max_new_tokens": spec.sampling.max_new_tokens, "n_samples": n_samples,
         "seed_base": spec.seed_base,
         "sampling_params": json.dumps({**asdict(spec.sampling), "fingerprint": fingerprint,
-                                       "chunk_size": spec.chunk_size}, sort_keys=True),
+                                       "chunk_size": spec.chunk_size, "engine": json.loads(spec.engine)},
+                                      sort_keys=True),
         "source": "lmaudit generate", "code_version": __version__, "started_at": started, "finished_at": finished,
         "purpose": spec.purpose, "tokenizer": spec.tokenizer if spec.tokenizer is not None else spec.model,
     }

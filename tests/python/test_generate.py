@@ -195,3 +195,20 @@ def test_generate_cli_flags_refuse_in_one_line(home) -> None:
         p = run_cli("generate", "--model", "m", "--corpus", "c", *extra, home=home)
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1 and words in p.stderr, p.stderr
+
+
+def test_fingerprint_changes_with_what_changes_the_samples() -> None:
+    """A resumed run must not mix chunks made on another device, dtype or engine (oracle: equality of keys)."""
+    from ingest.generate.backends import SamplingConfig
+    from ingest.generate.runner import PromptUnit, RunSpec
+
+    units = [PromptUnit("p0", (1, 2), 3)]
+    base = dict(run_id="r", model="m", setting="unconditional", backend="hf", corpus_id="c",
+                sampling=SamplingConfig(0.7, 1.0, 20))
+    fp = lambda **kw: RunSpec(**{**base, **kw}).fingerprint(units)  # noqa: E731
+    assert fp() == fp(engine="{}")
+    cpu32 = fp(engine='{"device": "cpu", "dtype": "float32"}')
+    assert len({fp(), cpu32, fp(engine='{"device": "cpu", "dtype": "bfloat16"}'),
+                fp(engine='{"device": "cuda", "dtype": "float32"}'),
+                fp(backend="vllm", engine='{"device": "cpu", "dtype": "float32"}')}) == 5
+    assert cpu32 == fp(engine='{"device": "cpu", "dtype": "float32"}')
