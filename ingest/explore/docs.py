@@ -34,6 +34,9 @@ def generate_docs(home: Path, out: Path) -> DocsSite:
         raise UserError(f"no warehouse database at {db_path(home)}; run `lmaudit build` first")
     with build_lock(home):
         res = run_dbt(home, ["docs", "generate", "--static"])
+    if res.exception is not None and "lock" in str(res.exception).lower():
+        raise UserError(f"{db_path(home)} is open in another process (an `lmaudit explore --serve`, a notebook?); "
+                        "dbt needs it to itself for the catalog: stop that process and run `lmaudit docs` again")
     if res.exception is not None:
         raise UserError(f"dbt could not run: {str(res.exception).splitlines()[0]}; see {home / 'dbt' / 'logs'}")
     if not res.success:

@@ -131,7 +131,10 @@ function hashFor(path, q) {
   const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== '' && v !== null && v !== undefined));
   return path + (qs.toString() ? '?' + qs : '');
 }
-function show(...kids) { app.replaceChildren(...kids); }
+function fill(node, ...kids) {  // replaceChildren, with arrays flattened and nulls dropped
+  node.replaceChildren(...kids.flat(2).filter(k => k !== null && k !== undefined));
+}
+function show(...kids) { fill(app, ...kids); }
 function fail(e) { show(el('p', {class: 'error'}, 'error: ' + e.message)); }
 
 // ---- runs -----------------------------------------------------------------------------------------
@@ -143,7 +146,7 @@ async function viewRuns() {
     el('td', {}, link(hashFor('/gens', {run: r.run_id}), r.run_id)),
     el('td', {title: r.model}, shortModel(r.model)), el('td', {}, r.setting), el('td', {}, r.purpose),
     el('td', {class: 'num'}, fmt(r.n_generations)), el('td', {class: 'num'}, fmt(r.n_traced)),
-    info.headline.map(m => el('td', {class: 'num'}, fmt(r[m], m === 'als' ? 1 : 3)))));
+    info.headline.map(m => el('td', {class: 'num'}, typeof r[m] === 'number' ? r[m].toFixed(m === 'als' ? 1 : 3) : ''))));
   show(el('h2', {}, 'Runs'),
        el('p', {class: 'note'}, 'Headline metrics from fct_setting_metrics (empty: not a traced PropMe run). ',
           link('/gens', 'All generations')),
@@ -251,10 +254,10 @@ async function selectSpan(spanId) {
   for (const e of document.querySelectorAll('.span-item')) e.classList.toggle('sel', e.dataset.span === spanId);
   for (const m of document.querySelectorAll('mark.seg')) m.classList.toggle('sel', m.dataset.spans.split(' ').includes(spanId));
   const panel = document.getElementById('docs');
-  panel.replaceChildren(el('h3', {}, 'Documents'), el('p', {class: 'note'}, 'loading...'));
+  fill(panel, el('h3', {}, 'Documents'), el('p', {class: 'note'}, 'loading...'));
   let res;
-  try { res = await spanDocuments(spanId, GEN); } catch (e) { panel.replaceChildren(el('h3', {}, 'Documents'), el('p', {}, 'error: ' + e.message)); return; }
-  if (SELECTED !== spanId) return;
+  try { res = await spanDocuments(spanId, GEN); } catch (e) { fill(panel, el('h3', {}, 'Documents'), el('p', {}, 'error: ' + e.message)); return; }
+  if (SELECTED !== spanId) return;  // another span was selected meanwhile
   const s = res.span, counts = spanById(spanId) || {};
   const docs = res.documents.map(d => {
     const win = el('div', {class: 'window'});
@@ -271,7 +274,7 @@ async function selectSpan(spanId) {
       win,
       meta ? el('details', {}, el('summary', {}, 'metadata'), el('pre', {}, meta)) : null);
   });
-  panel.replaceChildren(el('h3', {}, 'Documents'),
+  fill(panel, el('h3', {}, 'Documents'),
     el('div', {class: 'facts', id: 'span-facts'},
       el('span', {}, el('b', {}, 'span: '), s.length + ' tokens'),
       el('span', {}, el('b', {}, 'corpus count: '), fmt(s.count)),
@@ -279,16 +282,22 @@ async function selectSpan(spanId) {
       el('span', {}, el('b', {}, 'documents: '), String(res.documents.length))),
     el('div', {class: 'text', id: 'span-text'}, s.text),
     docs.length ? docs : el('p', {class: 'note'}, 'No documents were retrieved for this span (the tracer retrieves them for the kept rare spans).'));
+  for (const w of panel.querySelectorAll('.window')) {  // show each matched window, not the window's start
+    const m = w.querySelector('mark');
+    if (m) w.scrollTop = Math.max(0, m.offsetTop - w.offsetTop - 40);
+  }
 }
 
 // ---- routing ----------------------------------------------------------------------------------------
 async function route() {
   const {path, q} = parseHash();
+  delete app.dataset.ready;
   try {
     if (path[0] === 'gens') await viewGenerations(q);
     else if (path[0] === 'gen' && path[1]) await viewGeneration(path[1], q);
     else await viewRuns();
   } catch (e) { fail(e); }
+  app.dataset.ready = location.hash || '#/';  // the view of this hash is drawn (tests wait for it)
 }
 window.addEventListener('hashchange', route);
 route();
@@ -307,7 +316,7 @@ def render_page(mode: str, title: str, page_size: int = 50) -> str:
     cfg = _script_safe_json({"mode": mode, "page_size": page_size})
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title><style>{STYLE}</style></head>
+<link rel="icon" href="data:,"><title>{html.escape(title)}</title><style>{STYLE}</style></head>
 <body><header><b><a href="#/">lmaudit trace explorer</a></b><span>{html.escape(title)}</span></header>
 <main id="app"><p>loading...</p></main>
 <script type="application/json" id="lmx-config">{cfg}</script>

@@ -136,7 +136,16 @@ def open_warehouse(home: Path):
     and may create temporary tables (kept in memory, never in the warehouse file)."""
     from ingest.export import _connect
 
+    import duckdb
+
     con = _connect(home)
+    if con.execute("select current_setting('lock_configuration')").fetchone()[0]:
+        # the file is already open in this process (DuckDB shares one instance per file), locked down by
+        # another explorer or `open_read_only`: it stays as locked as that left it
+        if con.execute("select current_setting('enable_external_access')").fetchone()[0]:
+            con.close()
+            raise duckdb.InvalidInputException("warehouse already open with external access on")
+        return con
     lake = str((home / "lake").resolve()) + "/"
     con.execute("set allowed_directories = [?]", [lake])
     con.execute("set enable_external_access = false")
