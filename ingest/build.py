@@ -7,6 +7,7 @@ warehouse folder, never into the repository, so two warehouses can be built side
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections import Counter
@@ -159,7 +160,9 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
             result.counts[_bucket(status)] += 1
             node = event.data.node_info.node_name
             if _bucket(status) in ("error", "fail"):
-                msg = (rr.message or status).splitlines()[0] if rr.message else status
+                lines = [x.strip() for x in (rr.message or status).splitlines() if x.strip()] or [status]
+                # dbt's first line names the node ("Runtime Error in model m (path)"), its last the cause
+                msg = lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
                 result.failures.append(f"{node}: {msg}")
             bar.update(task, advance=1, description=node)
 
@@ -169,7 +172,11 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
         res = run_dbt(home, args, on_event)
     result.seconds = time.perf_counter() - start
     if res.exception is not None:
-        raise UserError(f"dbt could not run: {str(res.exception).splitlines()[0]}; see {home / 'dbt' / 'logs'}")
+        exc = res.exception
+        full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        fix = "free space on the warehouse's disk and re-run `lmaudit build`" if full else \
+            f"see {home / 'dbt' / 'logs'}"
+        raise UserError(f"dbt could not run: {str(exc).splitlines()[0]}; {fix}")
     result.success = bool(res.success)
     return result
 
