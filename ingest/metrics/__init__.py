@@ -4,5 +4,5 @@
   definition here and reaches SQL as a DuckDB UDF through `dbt_plugin`.
 - `bootstrap`: percentile bootstrap of ratio-of-sums metrics, the propensity metric, paired differences,
   rule-of-three bounds; the resampling protocol is documented there so that it can be reimplemented.
-- `models`: the table-in, table-out functions behind the dbt Python models (`int_*_bootstrap`).
+- The table-in, table-out functions behind the dbt Python models (`int_*_bootstrap`) are in `ingest.marts.propme`.
 """

@@ -186,7 +186,7 @@ def test_cli_writes_the_estimate_and_the_marts_glue_shows_it(toy, tmp_path) -> N
     from typer.testing import CliRunner
 
     from ingest.cli.main import app
-    from ingest.classify.marts import ESTIMATES_SCHEMA
+    from ingest.marts.mixture import ESTIMATES_SCHEMA
     from ingest.lake import Lake
     from ingest.mixture.tokenizer.marts import with_tokenizer_estimates
 

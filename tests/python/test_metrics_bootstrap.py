@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from ingest.metrics import bootstrap as bs
-from ingest.metrics import models as M
+from ingest.marts import propme as M
 
 
 def ratio_stat(num, den, axis=-1):

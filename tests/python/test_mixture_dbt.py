@@ -24,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 from ingest.build import build
-from ingest.classify.marts import CONFUSION_SCHEMA, ESTIMATES_SCHEMA, confusion_table, estimates_table
+from ingest.marts.mixture import CONFUSION_SCHEMA, ESTIMATES_SCHEMA, confusion_table, estimates_table
 from ingest.home import db_path
 from ingest.lake import Lake, make_key, text_hash
 from ingest.mixture import MixtureInputs, estimate, metrics

@@ -18,7 +18,8 @@ from ingest.mixture.tokenizer.store import ESTIMATOR
 def with_tokenizer_estimates(estimates: pa.Table, runs: Any, tokenizer: Any) -> pa.Table:
     """`estimates` (ESTIMATES_SCHEMA) plus a `model` column, with the rows of `stg_tokenizer_mixture_estimates`
     appended in the same schema."""
-    from ingest.classify.marts import ESTIMATES_SCHEMA, arrow_of
+    from ingest.marts.common import arrow_of
+    from ingest.marts.mixture import ESTIMATES_SCHEMA
 
     schema = ESTIMATES_SCHEMA.append(pa.field("model", pa.string()))
     run_model = {r["run_id"]: r["model"] for r in arrow_of(runs).select(["run_id", "model"]).to_pylist()}

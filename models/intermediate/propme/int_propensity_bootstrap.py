@@ -5,7 +5,8 @@ f_p + f_c = 0 skipped and counted), and the difference f_p - f_c with its interv
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    from ingest.metrics.models import Params, arrow_of, propensity_bootstrap
+    from ingest.marts.common import arrow_of
+    from ingest.marts.propme import Params, propensity_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     return propensity_bootstrap(arrow_of(dbt.ref("int_propensity_pairs")), arrow_of(dbt.ref("int_setting_bootstrap")),

@@ -4,7 +4,8 @@ a paired percentile bootstrap interval (both runs computed from the same drawn p
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    from ingest.metrics.models import Params, arrow_of, difference_bootstrap, sql_in_list
+    from ingest.marts.common import arrow_of
+    from ingest.marts.propme import Params, difference_bootstrap, sql_in_list
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     pairs = arrow_of(dbt.ref("int_run_pairs"))

@@ -5,7 +5,8 @@
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    from ingest.metrics.models import Params, arrow_of, setting_bootstrap
+    from ingest.marts.common import arrow_of
+    from ingest.marts.propme import Params, setting_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     return setting_bootstrap(arrow_of(dbt.ref("int_metric_units")), params)

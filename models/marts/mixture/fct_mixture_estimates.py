@@ -11,7 +11,7 @@ Tokenizer estimates come from stg_tokenizer_mixture_estimates as written by `lma
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    from ingest.classify.marts import estimates_table
+    from ingest.marts.mixture import estimates_table
     from ingest.mixture.tokenizer.marts import with_tokenizer_estimates
 
     generation_based = estimates_table(dbt.ref("stg_classifiers"), dbt.ref("int_mixture_reference_posteriors"),

@@ -1,4 +1,4 @@
-"""End-to-end check of the mixture pipeline on real local text: `python -m ingest.classify.bench`.
+"""End-to-end check of the mixture pipeline on real local text: `python benchmarks/classify_pipeline.py`.
 
 Three domains from files every installation has: Python stdlib source (code), pydoc topics
 (documentation), license files of the installed packages (boilerplate). Source files are split between a

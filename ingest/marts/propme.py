@@ -6,9 +6,6 @@ the input is empty (`dbt build --empty` feeds zero rows). The math is in `ingest
 
 from __future__ import annotations
 
-import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.marts.common import finite, parallel
 from ingest.metrics import bootstrap as bs
 
 
@@ -61,30 +59,6 @@ DIFFERENCE_SCHEMA = pa.schema([
     ("n_skipped_resamples", pa.int64()), ("n_resamples", pa.int64()), ("seed", pa.int64()),
     ("ci_level", pa.float64()),
 ])
-
-
-def _num(x: float) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-
-
-def _workers() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
-
-
-def _parallel(fn, items: list) -> list:
-    """Run fn over items on a few threads (numpy releases the GIL in the heavy parts); order kept.
-
-    BLAS is held to one thread: a multi-threaded OpenBLAS on a busy 2-core machine made the small matrix
-    products of the bootstrap 5-50x slower (see docs/footguns.md)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        from contextlib import nullcontext as threadpool_limits
-    with threadpool_limits(limits=1):
-        if len(items) <= 1 or _workers() == 1:
-            return [fn(x) for x in items]
-        with ThreadPoolExecutor(_workers()) as pool:
-            return list(pool.map(fn, items))
 
 
 @dataclass
@@ -173,14 +147,14 @@ def setting_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
                             ("n_units_resampled", int(m.num.shape[0])), ("n_units", int((m.den[:, j] > 0).sum())),
                             ("n_generations", n_gen), ("n_excluded", n_gen - int(m.n_eligible[:, j].sum())),
                             ("numerator", float(m.num[:, j].sum())), ("denominator", float(m.den[:, j].sum())),
-                            ("value", _num(values[j])), ("ci_low", _num(iv.low)), ("ci_high", _num(iv.high)),
+                            ("value", finite(values[j])), ("ci_low", finite(iv.low)), ("ci_high", finite(iv.high)),
                             ("n_skipped_resamples", iv.n_skipped), ("n_resamples", params.n_resamples),
                             ("seed", params.seed), ("ci_level", params.ci_level),
                             ("replicates", reps[:, j] if keep else None)):
                 cols[name].append(v)
         return cols
 
-    parts = _parallel(one, list(groups.items()))
+    parts = parallel(one, list(groups.items()))
     arrays = []
     for f in SETTING_SCHEMA:
         values = [v for part in parts for v in part[f.name]]
@@ -229,9 +203,9 @@ def propensity_bootstrap(pairs: pa.Table, setting: pa.Table, params: Params | No
                 row["diff"] = f_p - f_c
             if rep_p is not None and rep_c is not None:
                 iv = bs.percentile_interval(bs.propensity_replicates(rep_p, rep_c), params.ci_level)
-                row.update(ci_low=_num(iv.low), ci_high=_num(iv.high), n_skipped_rounds=iv.n_skipped)
+                row.update(ci_low=finite(iv.low), ci_high=finite(iv.high), n_skipped_rounds=iv.n_skipped)
                 div = bs.percentile_interval(rep_p - rep_c, params.ci_level)
-                row.update(diff_ci_low=_num(div.low), diff_ci_high=_num(div.high), n_skipped_diff_rounds=div.n_skipped)
+                row.update(diff_ci_low=finite(div.low), diff_ci_high=finite(div.high), n_skipped_diff_rounds=div.n_skipped)
             rows.append(row)
     return pa.Table.from_pylist(rows, schema=PROPENSITY_SCHEMA)
 
@@ -268,29 +242,16 @@ def difference_bootstrap(pairs: pa.Table, units: pa.Table, params: Params | None
         for j, metric in enumerate(metrics):
             iv = bs.percentile_interval(reps[:, j], params.ci_level)
             rows.append({"run_a": a, "run_b": b, "trace_id": trace, "metric": metric,
-                         "n_shared_units": int(shared.size), "value_a": _num(va[j]), "value_b": _num(vb[j]),
-                         "diff": _num(va[j] - vb[j]), "ci_low": _num(iv.low), "ci_high": _num(iv.high),
+                         "n_shared_units": int(shared.size), "value_a": finite(va[j]), "value_b": finite(vb[j]),
+                         "diff": finite(va[j] - vb[j]), "ci_low": finite(iv.low), "ci_high": finite(iv.high),
                          "n_skipped_resamples": iv.n_skipped, "n_resamples": params.n_resamples,
                          "seed": params.seed, "ci_level": params.ci_level})
         return rows
 
-    rows = [r for rs in _parallel(one, items) for r in rs]
+    rows = [r for rs in parallel(one, items) for r in rs]
     return pa.Table.from_pylist(rows, schema=DIFFERENCE_SCHEMA)
 
 
 def sql_in_list(values: list[str]) -> str:
     """Values as SQL string literals for an IN list (NULL when empty, so that nothing matches)."""
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values) or "null"
-
-
-def arrow_of(relation) -> pa.Table:
-    """A DuckDB relation (what `dbt.ref` gives a Python model) as an Arrow table."""
-    if isinstance(relation, pa.Table):
-        return relation
-    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
-        fn = getattr(relation, name, None)
-        if fn is not None:
-            res = fn()
-            return res.read_all() if isinstance(res, pa.RecordBatchReader) else res
-    raise TypeError(f"cannot read {type(relation).__name__} as Arrow")
-

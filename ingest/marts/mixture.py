@@ -15,9 +15,6 @@ never a silent number.
 from __future__ import annotations
 
 import json
-import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.errors import UserError
+from ingest.marts.common import arrow_of, finite, parallel
 
 CONFUSION_SCHEMA = pa.schema([
     ("classifier_id", pa.string()), ("classifier_name", pa.string()), ("kind", pa.string()),
@@ -45,32 +43,6 @@ ESTIMATES_SCHEMA = pa.schema([
 ])
 
 ESTIMATION_ERRORS = (UserError, ValueError, FloatingPointError, np.linalg.LinAlgError, RuntimeError)
-
-
-def arrow_of(relation: Any) -> pa.Table:
-    """What `dbt.ref` gives a Python model (a DuckDB relation), or a pandas frame, as an Arrow table."""
-    if isinstance(relation, pa.Table):
-        return relation
-    try:
-        import pandas as pd
-
-        if isinstance(relation, pd.DataFrame):
-            return pa.Table.from_pandas(relation, preserve_index=False)
-    except ImportError:  # pragma: no cover
-        pass
-    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
-        fn = getattr(relation, name, None)
-        if fn is not None:
-            res = fn()
-            return res.read_all() if isinstance(res, pa.RecordBatchReader) else res
-    raise TypeError(f"cannot read {type(relation).__name__} as Arrow")
-
-
-def _finite(x: Any) -> float | None:
-    if x is None:
-        return None
-    v = float(x)
-    return None if math.isnan(v) else v
 
 
 @dataclass
@@ -200,10 +172,6 @@ def confusion_table(classifiers: Any, ref: Any) -> pa.Table:
     return pa.Table.from_pylist(out, schema=CONFUSION_SCHEMA)
 
 
-def _workers() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
-
-
 def estimates_table(classifiers: Any, ref: Any, gen: Any, params: Any) -> pa.Table:
     """`fct_mixture_estimates`: one row per (run, classifier, estimator, domain)."""
     from ingest.mixture import estimate
@@ -255,8 +223,8 @@ def estimates_table(classifiers: Any, ref: Any, gen: Any, params: Any) -> pa.Tab
                 continue
             diag = res.diagnostics
             cond = diag.get("condition_number")
-            rows.append(dict(base, domain=dom, domain_index=i, estimate=_finite(res.estimate[i]),
-                             ci_low=_finite(res.ci_low[i]), ci_high=_finite(res.ci_high[i]),
+            rows.append(dict(base, domain=dom, domain_index=i, estimate=finite(res.estimate[i]),
+                             ci_low=finite(res.ci_low[i]), ci_high=finite(res.ci_high[i]),
                              n_reference=inputs.n_ref, n_calibration=int(d.ref_cal.sum()),
                              condition_number=None if cond is None else float(cond),
                              solver_status=None if diag.get("solver_status") is None else str(diag["solver_status"]),
@@ -264,15 +232,5 @@ def estimates_table(classifiers: Any, ref: Any, gen: Any, params: Any) -> pa.Tab
                              null_reason=None))
         return rows
 
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - comes with scikit-learn
-        from contextlib import nullcontext as threadpool_limits
-    # one BLAS thread per worker: small matrix products on a busy machine are far slower multi-threaded
-    with threadpool_limits(limits=1):
-        if len(jobs) <= 1 or _workers() == 1:
-            results = [one(j) for j in jobs]
-        else:
-            with ThreadPoolExecutor(_workers()) as pool:
-                results = list(pool.map(one, jobs))
+    results = parallel(one, jobs)
     return pa.Table.from_pylist([r for rows in results for r in rows], schema=ESTIMATES_SCHEMA)
