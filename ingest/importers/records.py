@@ -7,7 +7,6 @@ import with a message naming the file, the row and the fix.
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.errors import UserError
+from ingest.jsonl import iter_json_objects
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".jsonl.zst", ".ndjson")
 
@@ -81,20 +81,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for i, raw in enumerate(_open_lines(path), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise UserError(f"{path}, row {i}: not valid UTF-8 (byte {e.start}); re-encode the file as UTF-8") from None
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}, row {i}: invalid JSON ({e.msg}); each line must be one JSON object") from None
-        if not isinstance(rec, dict):
-            raise UserError(f"{path}, row {i}: expected a JSON object, got {type(rec).__name__}")
-        yield i, rec
+    yield from iter_json_objects(path)
 
 
 def _iter_parquet(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

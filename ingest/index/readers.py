@@ -8,9 +8,6 @@ index is published (the builder writes into a temporary folder and only renames 
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 import os
 import zlib
 from collections.abc import Iterator, Sequence
@@ -18,6 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ingest.errors import UserError
+from ingest.jsonl import json_object, open_lines
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
 """File name endings the readers accept (case-sensitive, as infini-gram's own indexer)."""
@@ -83,43 +81,14 @@ def list_input_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return unique
 
 
-def _open_lines(path: Path) -> Iterator[bytes]:
-    """Yield the raw lines (bytes, newline kept) of a JSONL file, decompressing as needed."""
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "rb") as f:
-            yield from f
-    elif path.name.endswith(".zst"):
-        import zstandard
-
-        with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-            yield from io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
-    else:
-        with open(path, "rb") as f:
-            yield from f
-
-
 def _iter_jsonl(path: Path, text_field: str) -> Iterator[Document]:
     n_docs = 0
     line_no = 0
     try:
-        for line_no, raw in enumerate(_open_lines(path), start=1):
-            if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # a UTF-8 byte-order mark is harmless: drop it
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise UserError(
-                    f"{path}:{line_no}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-                    "re-encode the file as UTF-8"
-                ) from None
-            if not line.strip():
+        for line_no, raw in enumerate(open_lines(path), start=1):
+            record = json_object(raw, f"{path}:{line_no}", first=line_no == 1)
+            if record is None:
                 continue  # blank lines (e.g. a trailing newline) are not documents
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{line_no}: invalid JSON ({e.msg} at column {e.colno}); fix or remove the line") from None
-            if not isinstance(record, dict):
-                raise UserError(f"{path}:{line_no}: expected a JSON object per line, got {type(record).__name__}")
             yield _to_document(path, line_no, record, text_field)
             n_docs += 1
     except (OSError, EOFError, zlib.error) as e:  # corrupt or truncated archive

@@ -1,0 +1,90 @@
+"""Reading JSONL input files (imports, reference documents, corpora to index) with one set of rules.
+
+Lines come from plain, gzip or zstd files; a file that is not what its suffix says, or that ends in the
+middle of a compressed stream, is a one-line error naming it (not a traceback, and not click's 'aborted',
+which is what an EOFError inside a command turns into). Each non-blank line must be one JSON object in
+UTF-8; a UTF-8 byte-order mark on the first line is dropped. Errors name the file and the line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import UserError
+
+
+def open_lines(path: Path) -> Iterator[bytes]:
+    """The raw lines (bytes, newline kept) of a plain, gzip (.gz) or zstd (.zst) file."""
+    name = path.name
+    kind = "gzip" if name.endswith(".gz") else "zstd" if name.endswith(".zst") else None
+    try:
+        if kind == "gzip":
+            with gzip.open(path, "rb") as f:
+                yield from f
+        elif kind == "zstd":
+            yield from _zstd_lines(path)
+        else:
+            with open(path, "rb") as f:
+                yield from f
+    except EOFError:
+        raise UserError(f"{path}: the {kind} stream ends early (a truncated file?); copy or compress it again") from None
+    except (gzip.BadGzipFile, OSError, ValueError) as e:
+        if kind is None:
+            raise UserError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); check the file") from None
+        raise UserError(f"{path}: not a valid {kind} file ({str(e).splitlines()[0]}); check that the suffix "
+                        f"matches the compression, or decompress it first") from None
+
+
+def _zstd_lines(path: Path) -> Iterator[bytes]:
+    """Lines of a zstd file; a stream that stops inside a frame raises EOFError, a foreign file ValueError."""
+    import zstandard
+
+    d = zstandard.ZstdDecompressor().decompressobj()
+    rest = b""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            try:
+                rest += d.decompress(chunk)
+            except zstandard.ZstdError as e:
+                raise ValueError(str(e)) from None
+            *lines, rest = rest.split(b"\n")
+            for line in lines:
+                yield line + b"\n"
+    if not d.eof:
+        raise EOFError("zstd frame incomplete")
+    if rest:
+        yield rest
+
+
+def json_object(raw: bytes, where: str, first: bool = False) -> dict[str, Any] | None:
+    """One line as a JSON object; None for a blank line. `where` names the place in errors
+    (e.g. "file.jsonl, row 3"); `first` drops a UTF-8 byte-order mark."""
+    if first and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{where}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                        "re-encode the file as UTF-8") from None
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{where}: invalid JSON ({e.msg} at column {e.colno}); each line must be one JSON "
+                        "object") from None
+    if not isinstance(rec, dict):
+        raise UserError(f"{where}: expected a JSON object per line, got {type(rec).__name__}")
+    return rec
+
+
+def iter_json_objects(path: Path, where: str = "{path}, row {i}") -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSONL file."""
+    for i, raw in enumerate(open_lines(path), start=1):
+        rec = json_object(raw, where.format(path=path, i=i), first=i == 1)
+        if rec is not None:
+            yield i, rec
