@@ -40,7 +40,10 @@ def data_file(name: str) -> Path:
     return Path(str(resources.files("ingest.data") / name))
 
 
-def run_demo(home: Path, size: str = "default", console: Console | None = None, progress: bool = True) -> dict:
+def run_demo(home: Path, size: str = "default", console: Console | None = None, progress: bool = True,
+             index_tokenizer: str = "model") -> dict:
+    """Run the demo; `index_tokenizer="llama-style"` traces against a Llama-2-style index of the same corpus
+    (the model keeps its own tokenizer), with its own run ids (`sandbox-<size>-llama-<setting>`)."""
     from ingest.build import build
     from ingest.classify.score import score_runs
     from ingest.classify.train import train_classifier
@@ -65,7 +68,8 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
         return time.perf_counter()
 
     t = step(f"sandbox ({size}): corpus, tokenizer, index, tiny GPT-2")
-    paths, corpus = build_and_register(lake, home, size, progress=progress)
+    paths, corpus = build_and_register(lake, home, size, progress=progress, index_tokenizer=index_tokenizer)
+    prefix = f"sandbox-{size}" + ("-llama" if index_tokenizer == "llama-style" else "")
     timings["sandbox"] = time.perf_counter() - t
 
     t = step("prompts for the five settings")
@@ -81,12 +85,12 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     run_ids = []
     for s in SETTINGS:
         units = prompt_units(lake, corpus, s, be, plan.n_samples, plan.n_unconditional)
-        spec = RunSpec(f"sandbox-{size}-{s}", str(paths.model_dir), s, "hf", corpus_id_for(corpus), sampling)
+        spec = RunSpec(f"{prefix}-{s}", str(paths.model_dir), s, "hf", corpus_id_for(corpus), sampling)
         run_generation(lake, be, spec, units, progress=progress)
         run_ids.append(spec.run_id)
     # neutral sampling for the mixture estimate: temperature 1.0, top-p 1.0 (at 0.7 the model over-produces
     # its most likely kind of document; BENCHMARKS.md, mixture sandbox). Setting `unconditional`, its own run.
-    neutral = RunSpec(f"sandbox-{size}-neutral", str(paths.model_dir), "unconditional", "hf", corpus_id_for(corpus),
+    neutral = RunSpec(f"{prefix}-neutral", str(paths.model_dir), "unconditional", "hf", corpus_id_for(corpus),
                       SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=plan.max_new_tokens),
                       purpose="mixture")  # not a PropMe run: the PropMe marts leave it out
     run_generation(lake, be, neutral, prompt_units(lake, corpus, "unconditional", be, 1, plan.n_unconditional),
@@ -108,8 +112,14 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     if is_scored(lake, DEMO_CLASSIFIER, neutral.run_id):  # deterministic, and the texts are unchanged: reuse it
         console.print("  cached: classifier trained and samples scored in an earlier run")
     else:
-        import_sandbox_references(lake, paths, corpus, per_domain=plan.n_reference)
-        train_classifier(lake, backend="tfidf", name=DEMO_CLASSIFIER, progress=progress)
+        from ingest.classify.score import load_classifier
+        from ingest.errors import UserError
+
+        try:  # the other index variant of this demo trained it on the same references: reuse, keep its scores
+            load_classifier(lake, DEMO_CLASSIFIER)
+        except UserError:
+            import_sandbox_references(lake, paths, f"sandbox-{size}", per_domain=plan.n_reference)
+            train_classifier(lake, backend="tfidf", name=DEMO_CLASSIFIER, progress=progress)
         score_runs(lake, [neutral.run_id], classifier=DEMO_CLASSIFIER, progress=progress)
     timings["classify"] = time.perf_counter() - t
 

@@ -12,6 +12,9 @@ from ingest.cli.context import console, state
 def demo(
     ctx: typer.Context,
     size: Annotated[str, typer.Option(help="tiny (~2 min, used by the tests), small, or default (~15 min).")] = "default",
+    index_tokenizer: Annotated[str, typer.Option(
+        help="model, or llama-style: trace against a Llama-2-style index of the same corpus while the model keeps "
+             "its own tokenizer (runs sandbox-<size>-llama-*).")] = "model",
 ) -> None:
     """Build the sandbox, generate in all five settings, trace, build the warehouse, print the headline table."""
     from ingest.demo import PLANS, run_demo
@@ -20,7 +23,11 @@ def demo(
     if size not in PLANS:
         raise UserError(f"unknown size {size!r}; choose one of {', '.join(PLANS)}")
     st = state(ctx)
-    out = run_demo(st.home, size, console)
+    from ingest.sandbox.register import INDEX_TOKENIZERS
+
+    if index_tokenizer not in INDEX_TOKENIZERS:
+        raise UserError(f"unknown index tokenizer {index_tokenizer!r}; choose one of {', '.join(INDEX_TOKENIZERS)}")
+    out = run_demo(st.home, size, console, index_tokenizer=index_tokenizer)
     if not out["build"].success:
         from ingest.cli.warehouse_cmds import fail_build
 

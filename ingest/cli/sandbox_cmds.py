@@ -27,13 +27,19 @@ _STEPS = Annotated[Optional[int], typer.Option(
     help="Override the training step budget (mixture recovery needs a model that imitates its data: the "
          "tiny mixtures reach >= 90% overlap accuracy at 1200 steps, not at tiny's 420; BENCHMARKS.md).")]
 
+_INDEX_TOKENIZER = Annotated[str, typer.Option(
+    help="model (the index uses the model's own tokenizer) or llama-style (a Llama-2-style tokenizer trained on "
+         "the same corpus: byte fallback, '▁' word starts; the model keeps its own; registered as corpus "
+         "sandbox-<size>-llama). PropMe's own configuration: model and index tokenizers differ.")]
+
 
 @app.command("build")
 def build(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture: _MIXTURE = None,
-          canary_copies: _CANARY = None, steps: _STEPS = None) -> None:
+          canary_copies: _CANARY = None, steps: _STEPS = None, index_tokenizer: _INDEX_TOKENIZER = "model") -> None:
     """Build the sandbox (cached: a second call is instant), register its corpus and its documented mixture."""
     st = state(ctx)
-    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps), seed)
+    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps), seed,
+                                     index_tokenizer=index_tokenizer)
     mix = json.loads(paths.mixture_json.read_text())
     console.print(f"sandbox {paths.size.name}: corpus {name!r} registered; model at {paths.model_dir}")
     total = sum(m["docs"] for m in mix["domains"].values()) or 1

@@ -5,11 +5,20 @@ demo and the mixture benchmarks alike, so all three register a sandbox the same 
 from __future__ import annotations
 
 
-def build_and_register(lake, home, size, seed: int = 0, progress: bool = True):
+INDEX_TOKENIZERS = ("model", "llama-style")
+
+
+def build_and_register(lake, home, size, seed: int = 0, progress: bool = True, index_tokenizer: str = "model"):
     """Build (or reuse) the sandbox under <warehouse>/sandbox/<name>-seed<seed>, register its corpus and
     write its documented mixture (share of documents per domain) into `mixtures_documented`.
 
-    `size` is a size name or a `SandboxSize` (e.g. from :func:`sandbox_size`)."""
+    `size` is a size name or a `SandboxSize` (e.g. from :func:`sandbox_size`). `index_tokenizer="llama-style"`
+    registers, as corpus ``<name>-llama``, an index of the same corpus tokenized Llama-2 style (byte fallback,
+    `▁` word starts) while the model keeps its own tokenizer: PropMe's configuration (ingest/sandbox/llama_style.py)."""
+    from ingest.errors import UserError
+
+    if index_tokenizer not in INDEX_TOKENIZERS:
+        raise UserError(f"unknown index tokenizer {index_tokenizer!r}; choose one of {', '.join(INDEX_TOKENIZERS)}")
     from ingest.corpora import register_corpus
     from ingest.lake.writer import partition_name
     from ingest.sandbox.build import build_sandbox
@@ -20,9 +29,15 @@ def build_and_register(lake, home, size, seed: int = 0, progress: bool = True):
     size = get_size(size)
     paths = build_sandbox(size, home / "sandbox" / f"{size.name}-seed{seed}", seed=seed,
                           index_builder=sandbox_index_builder, progress=progress)
-    name = f"sandbox-{size.name}" if seed == 0 else f"sandbox-{size.name}-seed{seed}"
-    register_corpus(lake, name, [paths.index_dir])
-    lake.write("mixtures_documented", partition_name("sandbox", name),
+    base = f"sandbox-{size.name}" if seed == 0 else f"sandbox-{size.name}-seed{seed}"
+    index_dir, name = paths.index_dir, base
+    if index_tokenizer == "llama-style":
+        from ingest.sandbox.llama_style import build_llama_style_index
+
+        index_dir, name = build_llama_style_index(paths, progress=progress), f"{base}-llama"
+    register_corpus(lake, name, [index_dir])
+    # one partition per sandbox model, whichever index it is traced against (the truth is the model's)
+    lake.write("mixtures_documented", partition_name("sandbox", base),
                documented_mixture_rows(paths.mixture_json, str(paths.model_dir), "docs"))
     return paths, name
 

@@ -193,6 +193,10 @@ class Tracer:
         self.logprobs = np.asarray(logprobs, dtype=np.float64)
         self.floor = float(floor)
         self._piece_cache: dict[int, str] = {}
+        # a token's surface text is read after a reference token: decoding a lone `▁word` (Metaspace) strips
+        # its space, so word starts would look like word continuations (text mode would trim every boundary)
+        self._piece_ref = list(tokenizer.encode("a"))
+        self._piece_ref_text = tokenizer.decode(self._piece_ref) if self._piece_ref else ""
         self._decode = _fast_decoder(tokenizer)
         self.stats = LookupStats()
 
@@ -220,16 +224,24 @@ class Tracer:
 
     # -- token text helpers ---------------------------------------------------------------------
     def _piece(self, t: int) -> str:
+        """The text token `t` adds after other text, its leading space kept (`Ġword` and `▁word` alike)."""
         s = self._piece_cache.get(t)
         if s is None:
-            s = self.tok.decode([t])
+            whole = self.tok.decode(self._piece_ref + [t])
+            ref = self._piece_ref_text
+            s = whole[len(ref):] if self._piece_ref and whole.startswith(ref) else self.tok.decode([t])
             self._piece_cache[t] = s
         return s
 
     def _joins_word(self, left: int, right: int) -> bool:
-        """True when the boundary between tokens `left` and `right` falls inside a word."""
+        """True when the boundary between tokens `left` and `right` falls inside a word, or inside a character
+        spelled as several byte tokens (byte fallback, byte-level BPE: their partial text decodes to U+FFFD)."""
         a, b = self._piece(left), self._piece(right)
-        return bool(a) and bool(b) and a[-1].isalnum() and b[0].isalnum()
+        if not a or not b:
+            return False
+        if a[-1] == "\ufffd" or b[0] == "\ufffd":
+            return True
+        return a[-1].isalnum() and b[0].isalnum()
 
     def _score(self, ids: Sequence[int]) -> float:
         lp = self.logprobs

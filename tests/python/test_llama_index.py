@@ -1,0 +1,71 @@
+"""An index in a Llama-2-style tokenizer (byte fallback, `▁` word starts) while the model keeps its own:
+PropMe's configuration. Oracles: the tokenizer's own round trip and id layout, the generation text itself
+(word boundaries by character class), and the index-token length of the traced text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ingest.sandbox.llama_style import BYTE_TOKENS, METASPACE, SPECIALS, save_llama_style, train_llama_style
+
+
+@pytest.fixture(scope="module")
+def llama(mini_stack, tmp_path_factory):
+    """The mini corpus indexed with a llama-style tokenizer trained on it."""
+    from ingest.index import build_index
+
+    root = tmp_path_factory.mktemp("llama")
+    texts = [d["text"] for d in mini_stack["docs"]]
+    tok = train_llama_style(texts, 800)
+    tok_file = save_llama_style(tok, root / "tokenizer")
+    build_index([mini_stack["root"] / "corpus"], str(tok_file), root / "index", progress=False)
+    return {"tok": tok, "index": root / "index", "docs": mini_stack["docs"]}
+
+
+def test_layout_round_trip_and_word_starts(llama) -> None:
+    tok = llama["tok"]
+    vocab = tok.get_vocab()
+    assert [vocab[s] for s in SPECIALS] == [0, 1, 2]
+    assert [vocab[b] for b in BYTE_TOKENS] == list(range(3, 259))
+    learned = [t for t, i in vocab.items() if i >= 259]
+    assert learned and all(METASPACE not in t[1:] for t in learned), "a learned token crosses a word start"
+    for text in ("Café naïve — 日本語 🎉\ttab  two spaces", " leading", "x", "", "a\n\nb"):
+        enc = tok.encode(text, add_special_tokens=False)
+        assert tok.decode(enc.ids) == text
+    assert "<0xF0>" in tok.encode("🎉", add_special_tokens=False).tokens  # spelled as its UTF-8 bytes
+
+
+def _tracer(index, mode):
+    from ingest.trace.params import TraceParams
+    from ingest.trace.run import TraceJob, open_tracer
+
+    return open_tracer(TraceJob((str(index),), TraceParams(mode=mode)), "t")
+
+
+def test_verbatim_text_is_traced_at_full_length_in_index_tokens(llama) -> None:
+    doc = next(d["text"] for d in llama["docs"] if d["id"] == "py-3")
+    start = doc.index(" ", 200) + 1  # a word start: the generation's own leading `▁` is then the index's
+    excerpt = doc[start:start + 400]
+    out = _tracer(llama["index"], "mixed").trace("g", excerpt)
+    n_index_tokens = len(llama["tok"].encode(excerpt, add_special_tokens=False).ids)
+    assert out.generation["n_index_tokens"] == n_index_tokens
+    longest = max(out.spans, key=lambda s: s["length"])
+    assert longest["length"] == n_index_tokens and longest["text"] == excerpt
+
+
+def test_text_mode_spans_start_and_end_on_word_boundaries(llama) -> None:
+    """With `▁` tokens a lone token decodes without its space; text mode must still see word starts."""
+    doc = llama["docs"][-1]["text"]  # "The cat sat on the mat. " * 8
+    gen = "zz" + doc[3:60] + "qq"  # cut mid-word at both ends, glued to letters the corpus lacks there
+    out = _tracer(llama["index"], "text").trace("g", gen)
+    assert out.spans, "text mode found no span (every boundary looked like the inside of a word)"
+    for s in out.spans:
+        text = s["text"].strip()
+        at = gen.index(text)
+        before, after = gen[at - 1:at], gen[at + len(text):at + len(text) + 1]
+        assert not (before.isalnum() and text[0].isalnum()), (before, text)
+        assert not (after.isalnum() and text[-1].isalnum()), (text, after)
+        assert re.fullmatch(r"[\w .]+", text)
+    assert max(s["length"] for s in out.spans) >= 4
