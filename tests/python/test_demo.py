@@ -68,6 +68,25 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
         n, distinct = con.execute("select count(*), count(distinct (classifier_id, item_kind, item_id)) "
                                   "from stg_classifier_outputs").fetchone()
         assert n == distinct
+    # PropMe's configuration on the same warehouse: the same model traced against a Llama-2-style index of
+    # the same corpus (issue 13); the first demo's runs and scores are kept
+    llama = run_cli("demo", "--size", "tiny", "--index-tokenizer", "llama-style", home=home)
+    assert llama.returncode == 0, llama.stdout[-3000:] + llama.stderr[-3000:]
+    with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
+        rows = con.execute("""
+            select t.run_id, c.name, m.value, m.ci_low, m.ci_high
+            from fct_setting_metrics as m
+            inner join int_run_traces as t on m.run_id = t.run_id and m.trace_id = t.trace_id
+            inner join stg_corpora as c on t.trace_corpus_id = c.corpus_id
+            where m.metric = 'fmr' and m.setting = 'unconditional'
+        """).fetchall()
+        by = {r: (name, v, lo, hi) for r, name, v, lo, hi in rows}
+        assert by["sandbox-tiny-llama-unconditional"][0] == "sandbox-tiny-llama"
+        assert by["sandbox-tiny-unconditional"][0] == "sandbox-tiny"
+        (_, a, alo, ahi), (_, b, blo, bhi) = by["sandbox-tiny-unconditional"], by["sandbox-tiny-llama-unconditional"]
+        assert b > 0 and not (ahi < blo or bhi < alo), (a, b)  # same model, same samples: the intervals agree
+        assert {r for (r,) in con.execute("select distinct run_id from fct_mixture_evaluation").fetchall()} == \
+            {"sandbox-tiny-neutral", "sandbox-tiny-llama-neutral"}
     rep = run_cli("report", home=home, check=True)
     assert "figures" in rep.stdout
     assert (home / "report" / "metrics.png").exists()
