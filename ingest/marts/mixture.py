@@ -234,3 +234,29 @@ def estimates_table(classifiers: Any, ref: Any, gen: Any, params: Any) -> pa.Tab
 
     results = parallel(one, jobs)
     return pa.Table.from_pylist([r for rows in results for r in rows], schema=ESTIMATES_SCHEMA)
+
+
+def with_mia_estimates(estimates: pa.Table, mia: Any) -> pa.Table:
+    """`estimates` (with its `model` column) plus LLMSurgeon's membership-inference baselines
+    (`fct_mixture_mia_estimates`: mia_loss, mia_zlib, mia_mink, mia_minkpp, mia_ref) in the same schema.
+
+    Like the tokenizer reading, an MIA estimate is about a model, not a run: NULL run_id and classifier_id,
+    the model in `model`, n_reference = the balanced reference documents scored (per domain x domains), and
+    the pooled-median threshold and per-domain share above it in diagnostics. No bootstrap: no interval."""
+    rows = estimates.to_pylist()
+    mia_rows = sorted(arrow_of(mia).to_pylist(), key=lambda r: (r["model"], r["estimator"], r["domain"]))
+    order: dict[tuple[str, str], list[str]] = {}
+    for r in mia_rows:
+        order.setdefault((r["model"], r["estimator"]), []).append(r["domain"])
+    for r in mia_rows:
+        n_ref = None if r["n_per_domain"] is None or r["n_domains"] is None else int(r["n_per_domain"] * r["n_domains"])
+        diagnostics = {"threshold": finite(r["threshold"]), "share_above": finite(r["share_above"]),
+                       "n_per_domain": r["n_per_domain"], "n_domains": r["n_domains"]}
+        rows.append(dict(
+            run_id=None, classifier_id=None, classifier_name=None, estimator=r["estimator"], domain=r["domain"],
+            domain_index=order[(r["model"], r["estimator"])].index(r["domain"]), estimate=finite(r["estimate"]),
+            ci_low=None, ci_high=None, n_generations=None, n_reference=n_ref, n_calibration=None,
+            condition_number=None, solver_status="closed_form", n_boot=0, n_boot_failed=0, seed=None,
+            ci_level=None, diagnostics=json.dumps(diagnostics, sort_keys=True), params=None,
+            null_reason=r["null_reason"], model=r["model"]))
+    return pa.Table.from_pylist(rows, schema=estimates.schema)

@@ -1,9 +1,9 @@
 -- Mixture estimates scored against documented mixtures: one row per (run, classifier, estimator,
 -- documented model) where the run's model matches a documented model (exact name, the name after the last
--- '/', or var mixture_model_aliases; case-insensitive). Tokenizer estimates (estimator bpe_merges) have no
--- run or classifier: their model is fct_mixture_estimates.model and they match the same way. The documented
--- weights are restricted to the estimate's domains (case-insensitive names) and renormalised; the weight left
--- out is uncovered_weight.
+-- '/', or var mixture_model_aliases; case-insensitive). Tokenizer estimates (estimator bpe_merges) and the
+-- membership-inference baselines (mia_*) have no run or classifier: their model is fct_mixture_estimates.model
+-- and they match the same way. The documented weights are restricted to the estimate's domains
+-- (case-insensitive names) and renormalised; the weight left out is uncovered_weight.
 -- Metrics (ingest.mixture.metrics): overlap accuracy = 1 - 0.5 sum |a - p|, MAE = mean |a - p|, R^2 across
 -- domains, RAE and KL with QuaPy smoothing s(x) = (x + eps) / (1 + K eps), eps = 1 / (2 n), n = the
 -- generations (the reference documents for bpe_merges).
