@@ -1,4 +1,4 @@
-"""Protocol sweep for the mixture estimators (spec `mixture.md` section 4, protocol a).
+"""Protocol sweep for the mixture estimators (docs/mixture-method.md section 5; known mixtures of reference documents).
 
 For each dataset: a multinomial logistic regression is cross-fitted (5 folds) on a labelled reference set,
 so every reference document has a posterior from a model that did not train on it; a final model trained

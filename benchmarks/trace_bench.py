@@ -14,7 +14,7 @@ Results and their reading: BENCHMARKS.md, "SimpleTrace vs attribute".
   documents), `shuffled` (the lines of a slice in random order), `respaced` (whitespace-only edits of a
   slice: tabs for 4 spaces or doubled spaces, some CRLF; more tokens, and the exact_full_normalized tier)
   and, when a sandbox model exists under /tmp/wh2/sandbox/*/model, `model` (its unconditional samples);
-* ours: `Tracer.trace` (every step of spec section 2: full match, longest match per start, filters, K rare
+* ours: `Tracer.trace` (every step of docs/propme-method.md section 2: full match, longest match per start, filters, K rare
   spans, merging, 10 documents per kept span with tiers and nv-recall, anchors, duplication counts);
   nv-recall (difflib and word normalization) is timed separately;
 * theirs: `attribute(ids, delim_ids=[], min_len=4, max_cnt=2**62, enforce_bow=False)` (all maximal spans of

@@ -1,4 +1,4 @@
-"""`lmaudit reference import`: labelled reference documents into `reference_docs` (spec mixture.md, section 2.1).
+"""`lmaudit reference import`: labelled reference documents into `reference_docs` (docs/mixture-method.md, section 1).
 
 The whole file is validated before anything is written (one-line errors naming the row). Then, per domain:
 

@@ -1,4 +1,4 @@
-"""Domain classifiers for data-mixture estimation (spec mixture.md, section 2): train, calibrate, score.
+"""Domain classifiers for data-mixture estimation (docs/mixture-method.md, section 2): train, calibrate, score.
 
     from ingest.classify import train_classifier, score_runs, load_classifier
     s = train_classifier(Lake(home), backend="tfidf", domains=["code", "documentation"], name="tfidf")

@@ -1,6 +1,6 @@
 """`lmaudit classify train`: cross-fitted, calibrated domain classifier into `classifiers` / `classifier_outputs`.
 
-Protocol (spec mixture.md, sections 2.2-2.4), for reference documents of the chosen domains (split "train")
+Protocol (docs/mixture-method.md, sections 2-3), for reference documents of the chosen domains (split "train")
 with the folds assigned at import (0..F-1):
 
 1. Cross-fitting: for every fold f a fresh model is trained on the other folds and scores fold f, so every

@@ -1,4 +1,4 @@
-"""Typed Arrow schemas of the raw tables (the data contract of `spec/warehouse.md`).
+"""Typed Arrow schemas of the raw tables (the data contract; docs/warehouse.md explains every column).
 
 Only `ingest` writes these tables; dbt staging models read them. A column that is not nullable here is
 checked before anything is written, so a broken row never reaches the lake.

@@ -1,4 +1,4 @@
-"""PropMe metric math (spec `propme.md`, sections 4 and 5), imported by the dbt models.
+"""PropMe metric math (docs/propme-method.md, sections 4 and 5), imported by the dbt models.
 
 - `text`: the per-text checks (degenerate, code-like, repetition loop, targeted extraction); each has ONE
   definition here and reaches SQL as a DuckDB UDF through `dbt_plugin`.

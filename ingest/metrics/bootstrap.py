@@ -1,4 +1,4 @@
-"""Percentile bootstrap of PropMe metrics, the propensity metric and paired differences (spec section 5).
+"""Percentile bootstrap of PropMe metrics, the propensity metric and paired differences (docs/propme-method.md, section 4-5).
 
 Every PropMe metric is a ratio of sums over resampling units (a prompt with all its samples, or one
 generation in prompt-free settings): value = sum(num_u) / sum(den_u). FMR, for instance, has num_u = the

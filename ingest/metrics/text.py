@@ -1,9 +1,9 @@
-"""Per-text checks of the PropMe metrics (spec `propme.md`, section 4). One definition each.
+"""Per-text checks of the PropMe metrics (docs/propme-method.md, section 4). One definition each.
 
 SQL reaches them as DuckDB UDFs (`ingest.metrics.dbt_plugin`), with every threshold passed in as an
 argument so that the thresholds stay dbt vars. All functions return None for a None text.
 
-Definitions (the spec's wording, made exact):
+Definitions (the method's wording, made exact):
 
 - letter share = letters / non-space characters. A *letter* is a Unicode word character that is not a digit
   or an underscore (Python `re`: `[^\\W\\d_]`); a *space* is any Unicode whitespace. A text without a

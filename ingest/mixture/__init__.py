@@ -1,4 +1,4 @@
-"""Data-mixture estimation from classifier posteriors (spec: `../shared/spec/mixture.md`, section 3-4).
+"""Data-mixture estimation from classifier posteriors (docs/mixture-method.md, sections 3-5).
 
 The library is pure numpy/scipy on arrays: classifier training, lake I/O and dbt models live elsewhere and
 call it, e.g. from a dbt Python model:

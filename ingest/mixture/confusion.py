@@ -1,6 +1,6 @@
 """Confusion matrices from cross-fitted reference posteriors.
 
-Orientation (the spec's and the paper's): rows are TRUE domains, columns PREDICTED domains, so that
+Orientation (the paper's; docs/mixture-method.md, section 3): rows are TRUE domains, columns PREDICTED domains, so that
 E_gen[f(x)] = C^T pi. (QuaPy stores the transpose, M[i, j] = P(yhat = i | y = j), and solves M p = q.)
 
 - soft: C[i, j] = mean of f(x)_j over reference documents x of domain i (rows sum to 1).

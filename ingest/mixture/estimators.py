@@ -228,7 +228,7 @@ class PACC(ACC):
 
 @register
 class LLMSurgeonCode(Estimator):
-    """The LLMSurgeon authors' released code (spec section 3), reproduced step by step.
+    """The LLMSurgeon authors' released code (docs/mixture-method.md, section 4), reproduced step by step.
 
     1. The split: the calibration set when given; else the reference documents of one cross-fitting fold
        (`split_fold`, default the smallest fold id: with 5-fold cross-fitting that is a 20% split scored by a

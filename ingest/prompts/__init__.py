@@ -1,1 +1,1 @@
-"""Prompt sets of the five PropMe settings (spec/propme.md, section 1)."""
+"""Prompt sets of the five PropMe settings (docs/propme-method.md, section 1)."""

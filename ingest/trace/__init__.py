@@ -1,1 +1,1 @@
-"""SimpleTrace: trace generations against the full training corpus (spec/propme.md, sections 2 and 3)."""
+"""SimpleTrace: trace generations against the full training corpus (docs/propme-method.md, sections 2 and 3)."""

@@ -1,4 +1,4 @@
-"""Longest match at every start position, and the maximal spans they define (spec section 2, step 2).
+"""Longest match at every start position, and the maximal spans they define (docs/propme-method.md, section 2, step 2).
 
 n(b) = the largest n with tokens[b:b+n] in the corpus; end(b) = b + n(b). Since n(b+1) >= n(b) - 1, end never
 decreases. A full lookup at b is one `find` of the whole remaining suffix: on a miss its longest indexed

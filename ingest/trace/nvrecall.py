@@ -1,4 +1,4 @@
-"""Near-verbatim recall of a generation against a retrieved document window (spec/propme.md, section 3).
+"""Near-verbatim recall of a generation against a retrieved document window (docs/propme-method.md, section 3).
 
 Matching blocks come from difflib's algorithm with `autojunk=False`: with autojunk on, any word occurring in
 more than 1% of a long document is treated as junk, so verbatim code or boilerplate (full of repeated tokens)

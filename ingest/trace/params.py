@@ -1,4 +1,4 @@
-"""Tracer parameters: every default of spec/propme.md, recorded with each trace run."""
+"""Tracer parameters: every default (docs/propme-method.md, section 2), recorded with each trace run."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """SimpleTrace for one generation: spans, documents, tiers, nv-recall, duplication counts.
 
-The steps follow spec/propme.md section 2. One `Tracer` holds an open index and the index tokenizer; it
+The steps follow docs/propme-method.md, section 2. One `Tracer` holds an open index and the index tokenizer; it
 can be called from several threads, but its lookups are Python binary searches on the index maps
 (`IndexEngine.*_bytes`, no engine threads) that hold the GIL: scale with worker processes. Output rows use
 the lake's column names so the batch runner can write them as they are.

@@ -199,7 +199,7 @@ def generation_facts(g: Gen, mid=20, long=50, rare=10) -> dict:
 
 
 def unit_table(run_id: str, mid=20, long=50) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Units (sorted) and per-metric numerator / denominator vectors, from the spec alone."""
+    """Units (sorted) and per-metric numerator / denominator vectors, from the definitions of docs/propme-method.md alone."""
     setting = RUNS[run_id][2]
     prompt_free = setting in ("unconditional", "minimal_cue")
     by_unit: dict[str, list[Gen]] = {}

@@ -1,4 +1,4 @@
-"""Near-verbatim recall against hand-computed cases and the spec's parameter table."""
+"""Near-verbatim recall against hand-computed cases and the parameter table of docs/propme-method.md."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from ingest.trace.normalize import normalize_document, normalize_words
 from ingest.trace.nvrecall import FIXED_PARAMS, NvParams, adaptive_params, nv_recall, nv_recall_words
 
-# (n, gap1, align1, min1, gap2, align2, min2), computed by hand from spec/propme.md section 3
+# (n, gap1, align1, min1, gap2, align2, min2), computed by hand from docs/propme-method.md section 3
 TABLE = [
     (1, 1, 1, 2, 2, 1, 4),
     (10, 1, 1, 2, 2, 1, 4),

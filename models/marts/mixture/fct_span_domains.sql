@@ -1,5 +1,5 @@
--- Verified attribution: the domains of the training documents retrieved for long spans (spec mixture.md
--- section 6), one row per (run, tracing pass, domain). A span of at least var mixture_span_min_tokens
+-- Verified attribution: the domains of the training documents retrieved for long spans (docs/mixture-method.md
+-- section 8), one row per (run, tracing pass, domain). A span of at least var mixture_span_min_tokens
 -- tokens with retrieved documents that carry a domain contributes weight 1, split over its documents'
 -- domains in proportion to their counts; share = a domain's weight / the weight of all such spans of the run.
 -- Shown next to fct_mixture_estimates (same run, same domain names when the corpus uses them).

@@ -1,4 +1,4 @@
--- One row per (run, tracing pass, metric): every PropMe metric of spec section 4 with its 95% percentile
+-- One row per (run, tracing pass, metric): every PropMe metric of docs/propme-method.md section 4 with its 95% percentile
 -- bootstrap interval (rule-of-three upper bound for a proportion with zero events), the unit counts, the
 -- research parameters used, and `null_reason` when the value cannot be computed.
 with
