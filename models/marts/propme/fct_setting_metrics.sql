@@ -1,5 +1,5 @@
--- One row per (run, tracing pass, metric): every PropMe metric of docs/propme-method.md section 4 with its 95% percentile
--- bootstrap interval (rule-of-three upper bound for a proportion with zero events), the unit counts, the
+-- One row per (run, tracing pass, metric): every PropMe metric (docs/propme-method.md section 4) with its 95%
+-- percentile bootstrap interval (rule-of-three upper bound for a proportion with zero events), the unit counts, the
 -- research parameters used, and `null_reason` when the value cannot be computed.
 with
 
