@@ -103,6 +103,7 @@ def test_run_is_resumable_and_never_duplicates(mini_stack, stack_lake) -> None:
         run_generation(stack_lake, be, RunSpec("r", "mini", "minimal_cue", "hf", None, SamplingConfig(top_p=0.5, max_new_tokens=12), chunk_size=4), units, progress=False)
 
 
+@pytest.mark.slow
 def test_killed_generate_command_resumes_to_exact_count(mini_stack, home) -> None:
     """Kill `lmaudit generate` with SIGKILL after its first chunk, re-run it: exact row count, no duplicates."""
     lake = Lake(home)

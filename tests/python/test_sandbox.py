@@ -268,6 +268,7 @@ train_tokenizer(out / "corpus" / "corpus.jsonl", out / "tokenizer", vocab_size=4
 """
 
 
+@pytest.mark.slow
 def test_corpus_and_tokenizer_are_deterministic(tmp_path):
     """Two builds (one in a fresh interpreter with another hash seed) give identical bytes."""
     a, b = tmp_path / "a", tmp_path / "b"

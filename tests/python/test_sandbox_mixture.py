@@ -95,6 +95,7 @@ def test_reference_documents_are_held_out_and_cut_like_the_corpus(docs_heavy):
     assert refs == held_out_documents(size, summary.corpus_jsonl, per_domain=30, seed=1)  # deterministic
 
 
+@pytest.mark.slow
 def test_reference_canary_prefixes_are_distinct(tmp_path):
     size = get_size("tiny").replace(code_bytes=20_000, boilerplate_bytes=20_000, documentation_bytes=20_000,
                                     headers_bytes=0, canary_copies=30)

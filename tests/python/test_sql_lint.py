@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlfluff
 from sqlfluff.core import FluffConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_models_and_queries_pass_sqlfluff() -> None:
     config = FluffConfig.from_path(str(REPO))
     problems = []
