@@ -11,7 +11,7 @@ from ingest.cli.context import console, state
 
 def demo(
     ctx: typer.Context,
-    size: Annotated[str, typer.Option(help="tiny (~2 min, used by the tests), small, or default (~15 min).")] = "default",
+    size: Annotated[str, typer.Option(help="tiny (used by the tests: ~1.5 min on 2 idle cores, ~4.5 min on busy ones), small, or default (~13.5 min on 2 cores; BENCHMARKS.md).")] = "default",
     index_tokenizer: Annotated[str, typer.Option(
         help="model, or llama-style: trace against a Llama-2-style index of the same corpus while the model keeps "
              "its own tokenizer (runs sandbox-<size>-llama-*).")] = "model",

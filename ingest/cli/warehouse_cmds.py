@@ -24,8 +24,8 @@ def build(
     ctx: typer.Context,
     select: Annotated[list[str] | None, typer.Option("--select", "-s", help="dbt selection, e.g. 'staging' or '+fct_propensity'.")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="dbt nodes to leave out.")] = None,
-    full_refresh: Annotated[bool, typer.Option(help="Rebuild incremental models from scratch (after changing a research parameter).")] = False,
-    vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML, e.g. '{bootstrap_resamples: 1000}'.")] = None,
+    full_refresh: Annotated[bool, typer.Option(help="Passed to dbt: drop and reload the seed tables (after a seed file's columns change). Not needed after changing a research parameter: every model is a view or a table rebuilt on each build.")] = False,
+    vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML (the propme_* and mixture_* vars of dbt_project.yml), e.g. '{propme_bootstrap_resamples: 1000}'.")] = None,
 ) -> None:
     """Run `dbt build` (models, data tests, unit tests) over the warehouse and print a one-line summary."""
     from ingest.build import build as run_build
