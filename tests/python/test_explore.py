@@ -304,3 +304,17 @@ def test_docs_site(warehouse, served, tmp_path) -> None:
     assert "int_generation_facts" in page  # the static page carries the manifest (lineage, descriptions)
     catalog = json.loads((tmp_path / "docs" / "catalog.json").read_text())
     assert "model.lmaudit.fct_setting_metrics" in catalog["nodes"]
+
+
+@pytest.mark.slow
+def test_report_links_into_the_explorer(warehouse, tmp_path) -> None:
+    from ingest.explore.links import report_section
+    from ingest.explore.queries import open_warehouse
+
+    con = open_warehouse(warehouse)
+    try:
+        section = report_section(con, warehouse, tmp_path)
+    finally:
+        con.close()
+    assert "http://127.0.0.1:8765/#/gens?run=r_pre" in section and "#/gens?run=r_unc" in section
+    assert "files</a>" not in section  # no static export in <warehouse>/explore yet
