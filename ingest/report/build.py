@@ -68,6 +68,9 @@ def build_report(home: Path, out: Path | None = None) -> Report:
                 skipped.append(f"{name}: no data")
         tables = (f"<h2>Headline metrics</h2>{_table(con, HEADLINE_SQL)}"
                   f"<h2>Propensity</h2>{_table(con, PROPENSITY_SQL)}")
+        from ingest.report.tables import table2_html
+
+        tables += table2_html(con)  # models x estimators, overlap accuracy
         from ingest.explore.links import report_section
 
         tables += report_section(con, home, out)  # links into `lmaudit explore`

@@ -192,6 +192,12 @@ def mixture_sources(con, path: Path) -> bool:
     return _save(fig, path)
 
 
+def trajectory(con, path: Path) -> bool:
+    from ingest.report.trajectory import trajectory_figure  # its own module; imports helpers from this one
+
+    return trajectory_figure(con, path)
+
+
 FIGURES = {
     "metrics": (metric_bars, "Memorization metrics per setting"),
     "propensity": (propensity, "Propensity per setting"),
@@ -199,4 +205,5 @@ FIGURES = {
     "duplication": (duplication, "Duplication of long spans"),
     "mixture": (mixture, "Mixture estimate vs documented mixture"),
     "mixture_sources": (mixture_sources, "Training mixture from every signal, per model"),
+    "trajectory": (trajectory, "Training trajectories over checkpoints"),
 }

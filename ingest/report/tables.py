@@ -1,0 +1,60 @@
+"""Report tables of the mixture marts, in LLMSurgeon's Table 2 shape: models x estimators, overlap accuracy."""
+
+from __future__ import annotations
+
+import html
+
+ESTIMATOR_ORDER = ("direct", "cc", "acc", "pacc", "llmsurgeon_code", "emq", "bbse", "rlls", "bpe_merges",
+                   "mia_loss", "mia_zlib", "mia_mink", "mia_minkpp", "mia_ref")
+
+TABLE2_SQL = """
+with runs as (select run_id, coalesce(setting, '') as setting, temperature from stg_runs),
+ev as (
+    select ev.run_model, ev.documented_model, ev.run_id, ev.classifier_name, ev.estimator, ev.overlap_accuracy,
+           runs.setting, runs.temperature
+    from fct_mixture_evaluation as ev left join runs on ev.run_id = runs.run_id
+),
+model_level as (select * from ev where run_id is null),
+run_level as (select * from ev where run_id is not null)
+select run_level.run_model, run_level.documented_model, run_level.run_id, run_level.classifier_name,
+       run_level.setting, run_level.temperature, run_level.estimator, run_level.overlap_accuracy
+from run_level
+union all
+select model_level.run_model, model_level.documented_model, r.run_id, r.classifier_name, r.setting, r.temperature,
+       model_level.estimator, model_level.overlap_accuracy
+from model_level
+left join (select distinct run_model, run_id, classifier_name, setting, temperature from run_level) as r
+    on model_level.run_model = r.run_model
+"""
+
+
+def table2(con) -> list[tuple[str, dict[str, float | None]]]:
+    """One row per (model, run, classifier) with every estimator's overlap accuracy in %: the generation-based
+    estimators of that run beside the model-level ones (mia_*, bpe_merges) of the same model. A model with no
+    run gets one row of its model-level estimators."""
+    rows = con.execute(TABLE2_SQL).fetchall()
+    out: dict[str, dict[str, float | None]] = {}
+    for model, documented, run_id, clf, setting, temp, est, oa in rows:
+        name = model.rstrip("/").split("/")[-1]
+        name = model.rstrip("/").split("/")[-2] if name == "model" and "/" in model.rstrip("/") else name
+        label = f"{name} ({documented})" + (f" | {run_id}, {setting} T={temp:g}, {clf}" if run_id else "")
+        out.setdefault(label, {})[est] = None if oa is None else 100 * oa
+    return sorted(out.items())
+
+
+def table2_html(con) -> str:
+    try:
+        rows = table2(con)
+    except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+        return f"<h2>Mixture estimators (Table 2)</h2><p><em>not available: {html.escape(str(e).splitlines()[0])}</em></p>"
+    if not rows:
+        return "<h2>Mixture estimators (Table 2)</h2><p><em>no rows</em></p>"
+    present = {e for _, cells in rows for e in cells}
+    cols = [e for e in ESTIMATOR_ORDER if e in present] + sorted(present - set(ESTIMATOR_ORDER))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["model (documented) | run, setting, classifier", *cols])
+    body = "".join(
+        "<tr><td>" + html.escape(label) + "</td>"
+        + "".join(f"<td>{'' if cells.get(c) is None else f'{cells[c]:.1f}'}</td>" for c in cols) + "</tr>"
+        for label, cells in rows)
+    return ("<h2>Mixture estimators (Table 2): overlap accuracy % against the documented mixture</h2>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
