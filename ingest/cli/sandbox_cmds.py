@@ -27,6 +27,9 @@ _STEPS = Annotated[Optional[int], typer.Option(
     help="Override the training step budget (mixture recovery needs a model that imitates its data: the "
          "tiny mixtures reach >= 90% overlap accuracy at 1200 steps, not at tiny's 420; BENCHMARKS.md).")]
 
+_CHECKPOINT_EVERY = Annotated[int, typer.Option(
+    help="Also keep the model every N training steps as its own model folder, <model>/checkpoints/step-NNNNNN "
+         "(0 = none); runs of a checkpoint record revision step<N> for the trajectory marts.")]
 _INDEX_TOKENIZER = Annotated[str, typer.Option(
     help="model (the index uses the model's own tokenizer) or llama-style (a Llama-2-style tokenizer trained on "
          "the same corpus: byte fallback, '▁' word starts; the model keeps its own; registered as corpus "
@@ -35,10 +38,12 @@ _INDEX_TOKENIZER = Annotated[str, typer.Option(
 
 @app.command("build")
 def build(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixture: _MIXTURE = None,
-          canary_copies: _CANARY = None, steps: _STEPS = None, index_tokenizer: _INDEX_TOKENIZER = "model") -> None:
+          canary_copies: _CANARY = None, steps: _STEPS = None, index_tokenizer: _INDEX_TOKENIZER = "model",
+          checkpoint_every: _CHECKPOINT_EVERY = 0) -> None:
     """Build the sandbox (cached: a second call is instant), register its corpus and its documented mixture."""
     st = state(ctx)
-    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps), seed,
+    paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps,
+                                                                     checkpoint_every), seed,
                                      index_tokenizer=index_tokenizer)
     mix = json.loads(paths.mixture_json.read_text())
     console.print(f"sandbox {paths.size.name}: corpus {name!r} registered; model at {paths.model_dir}")

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from ingest import __version__
+from ingest.checkpoints import revision_of
 from ingest.errors import UserError
 from ingest.generate.backends import Backend, GenRequest, SamplingConfig
 from ingest.lake import Lake, make_key, partition_name
@@ -79,7 +80,7 @@ def _work_list(spec: RunSpec, units: Sequence[PromptUnit]) -> list[tuple[PromptU
 
 def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime, finished: datetime | None) -> dict:
     return {
-        "run_id": spec.run_id, "model": spec.model, "revision": None, "corpus_id": spec.corpus_id,
+        "run_id": spec.run_id, "model": spec.model, "revision": revision_of(spec.model), "corpus_id": spec.corpus_id,
         "setting": spec.setting, "backend": spec.backend, "temperature": spec.sampling.temperature,
         "top_p": spec.sampling.top_p, "max_new_tokens": spec.sampling.max_new_tokens, "n_samples": n_samples,
         "seed_base": spec.seed_base,

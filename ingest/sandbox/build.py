@@ -176,7 +176,8 @@ def stage_keys(size: SandboxSize, index_builder: Callable | None = None) -> dict
         {
             "v": STAGE_VERSIONS["model"],
             "tokenizer": tokenizer,
-            "params": {**size.params(MODEL_FIELDS), "bf16": use_bf16(size)},
+            "params": {**size.params(MODEL_FIELDS), "bf16": use_bf16(size),
+                       **({"checkpoint_every": size.checkpoint_every} if size.checkpoint_every else {})},
             "torch": version("torch"),
             "transformers": version("transformers"),
         }
@@ -251,7 +252,8 @@ def build_sandbox(
         def model_stage(tmp: Path) -> None:
             from ingest.sandbox.train import train_model
 
-            s = train_model(corpus_dir / "corpus.jsonl", tok_dir, size, tmp, progress=progress)
+            s = train_model(corpus_dir / "corpus.jsonl", tok_dir, size, tmp, progress=progress,
+                            checkpoint_every=size.checkpoint_every)
             console.log(
                 f"model: {s.n_params:,} params, {s.steps} steps ({s.epochs:.1f} epochs) in {s.seconds:.1f}s, "
                 f"{s.tokens_per_s:,.0f} tok/s, final loss {s.final_loss:.3f}"

@@ -37,8 +37,13 @@ def build_and_register(lake, home, size, seed: int = 0, progress: bool = True, i
         index_dir, name = build_llama_style_index(paths, progress=progress), f"{base}-llama"
     register_corpus(lake, name, [index_dir])
     # one partition per sandbox model, whichever index it is traced against (the truth is the model's)
+    # every kept checkpoint was trained on the same corpus: the same truth, under its own model path
+    from ingest.checkpoints import list_checkpoints
+
+    models = [str(paths.model_dir)] + [str(c.path) for c in list_checkpoints(paths.model_dir)
+                                       if c.path != paths.model_dir]
     lake.write("mixtures_documented", partition_name("sandbox", base),
-               documented_mixture_rows(paths.mixture_json, str(paths.model_dir), "docs"))
+               [r for m in models for r in documented_mixture_rows(paths.mixture_json, m, "docs")])
     return paths, name
 
 

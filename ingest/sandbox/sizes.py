@@ -98,6 +98,9 @@ class SandboxSize:
     # when other work shares the cores (2 OpenMP threads on 2 busy cores run ~3x slower than 1).
     threads: int = 0
     seed: int = 0
+    # keep the model every N steps as its own folder (0 = none; ingest.checkpoints). Not a MODEL_FIELD: the
+    # final weights do not depend on it; the model's cache key names it only when it is set.
+    checkpoint_every: int = 0
 
     def __post_init__(self) -> None:
         if self.n_embd % self.n_head:
@@ -266,7 +269,7 @@ def get_size(size: "str | SandboxSize") -> SandboxSize:
 
 
 def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | None = None,
-                 steps: int | None = None) -> SandboxSize:
+                 steps: int | None = None, checkpoint_every: int = 0) -> SandboxSize:
     """The size that `lmaudit sandbox build` options describe: a named size, optionally re-mixed (see
     :func:`mixture_size`), with another canary count or step budget. A changed knob changes the name, so the
     variant gets its own folder and corpus name."""
@@ -282,4 +285,7 @@ def sandbox_size(size: str, mixture: str | None = None, canary_copies: int | Non
         if steps < 1:
             raise UserError(f"--steps must be positive, got {steps}")
         out = out.replace(steps=steps, name=f"{out.name}-{steps}steps")
-    return out
+    if checkpoint_every < 0:
+        raise UserError(f"--checkpoint-every must be 0 (none) or positive, got {checkpoint_every}")
+    # same name: checkpoints add folders beside the same final model
+    return out.replace(checkpoint_every=checkpoint_every) if checkpoint_every else out

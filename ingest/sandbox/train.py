@@ -165,8 +165,13 @@ def train_model(
     *,
     progress: bool = True,
     threads: int | None = None,
+    checkpoint_every: int = 0,
 ) -> TrainSummary:
-    """Train a GPT-2 of `size` on `corpus_jsonl` and save model + tokenizer + train_log.json into `out_dir`."""
+    """Train a GPT-2 of `size` on `corpus_jsonl` and save model + tokenizer + train_log.json into `out_dir`.
+
+    `checkpoint_every` > 0 also saves the model every that many steps as its own model folder
+    ``out_dir/checkpoints/step-NNNNNN/`` (ingest.checkpoints; the final model is stamped with step = steps).
+    Saving reads the weights only, so the final model is the same with or without checkpoints."""
     import torch
     import torch.nn.functional as F
     import transformers
@@ -220,6 +225,8 @@ def train_model(
                 opt.zero_grad(set_to_none=True)
                 lv = loss.item()
                 losses.append(lv)
+                if checkpoint_every > 0 and (step + 1) % checkpoint_every == 0 and step + 1 < size.steps:
+                    _save_checkpoint(model, Path(tokenizer_dir), out_dir, step + 1, size.steps, ctx)
                 elapsed = time.perf_counter() - t0
                 bar.update(task, advance=1, loss=lv, tps=(step + 1) * batch * ctx / max(elapsed, 1e-9))
         seconds = time.perf_counter() - t0
@@ -239,6 +246,10 @@ def train_model(
         if bars:
             hf_logging.enable_progress_bar()
     copy_tokenizer(Path(tokenizer_dir), out_dir, model_max_length=ctx)
+    if checkpoint_every > 0:
+        from ingest.checkpoints import write_stamp
+
+        write_stamp(out_dir, size.steps, size.steps)
 
     tail = losses[-min(20, len(losses)) :]
     final_loss = sum(tail) / len(tail)
@@ -256,6 +267,7 @@ def train_model(
         "final_loss": final_loss,
         "loss_curve": [[i + 1, losses[i]] for i in range(0, len(losses), 10)] + [[len(losses), losses[-1]]],
         "threads": n_threads,
+        "checkpoint_every": checkpoint_every,
         "bf16_autocast": bf16,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -278,6 +290,25 @@ def train_model(
         epochs=tokens / n,
         threads=n_threads,
     )
+
+
+def _save_checkpoint(model, tokenizer_dir: Path, out_dir: Path, step: int, steps: int, ctx: int) -> None:
+    """The weights after `step` steps as a loadable model folder with the tokenizer and checkpoint.json."""
+    from transformers.utils import logging as hf_logging
+
+    from ingest.checkpoints import checkpoint_dir, write_stamp
+
+    folder = checkpoint_dir(out_dir, step)
+    folder.mkdir(parents=True, exist_ok=True)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(str(folder))
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    copy_tokenizer(tokenizer_dir, folder, model_max_length=ctx)
+    write_stamp(folder, step, steps)
 
 
 def canary_reproduction(model_dir: Path, canary_text: str, prompt_tokens: int = 20, new_tokens: int = 50) -> int:
