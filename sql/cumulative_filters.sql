@@ -1,0 +1,28 @@
+-- How each metric and its propensity score change as filters are applied one after another (none,
+-- + degenerate, + code-like, + repetition loops, + rare spans): the paper's filter figure as a table.
+-- Run: lmaudit sql @sql/cumulative_filters.sql
+with
+
+filters as (
+    select * from fct_cumulative_filters
+),
+
+final as (
+    select
+        filters.model_name,
+        filters.setting,
+        filters.metric,
+        filters.step,
+        filters.step_name,
+        round(filters.value, 4) as value,
+        round(filters.ci_low, 4) as ci_low,
+        round(filters.ci_high, 4) as ci_high,
+        round(filters.pm, 3) as pm,
+        round(filters.pm_ci_low, 3) as pm_ci_low,
+        round(filters.pm_ci_high, 3) as pm_ci_high
+    from filters
+    where filters.metric in ('fmr', 'r50', 'nvr')
+    order by filters.model_name, filters.setting, filters.metric, filters.step
+)
+
+select * from final

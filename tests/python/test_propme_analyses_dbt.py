@@ -1,0 +1,159 @@
+"""PropMe's further analyses (cumulative filters, independent differences) on the hand-built lake of
+test_metrics_dbt, with real dbt, against an independent computation: the definitions of
+docs/propme-analyses.md applied straight to the lake spec, and a numpy bootstrap (index resampling with
+the documented seed protocol). Everything must agree to 1e-9."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_metrics_dbt import (
+    B,
+    GENS,
+    RUNS,
+    Gen,
+    _interval,
+    _is_loop,
+    _replicates,
+    _rng,
+    close,
+    generation_facts,
+    rows,
+    setting_replicates,
+    write_lake,
+)
+
+from ingest.build import build
+
+pytestmark = pytest.mark.slow
+
+MODELS = ["+fct_cumulative_filters", "+fct_independent_run_differences", "stg_corpora"]
+METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("analyses") / "warehouse"
+    write_lake(home)
+    result = build(home, vars_=f"{{propme_bootstrap_resamples: {B}}}", progress=False, select=MODELS)
+    assert result.success, result.failures
+    return home
+
+
+def _full_loop(g: Gen) -> bool:
+    return any(s.is_full and s.end - s.start >= 20 and _is_loop(g.text) for s in g.spans)
+
+
+def cumulative_units(run_id: str, step: int) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Units (sorted) and numerator / denominator per metric after filters 1..step, from the definitions."""
+    prompt_free = RUNS[run_id][2] in ("unconditional", "minimal_cue")
+    by_unit: dict[str, list[Gen]] = {}
+    for g in GENS[run_id]:
+        if g.trace is not None:
+            by_unit.setdefault(g.gid if prompt_free or g.prompt is None else g.prompt, []).append(g)
+    units = sorted(by_unit)
+    num = {m: [] for m in METRICS}
+    den = {m: [] for m in METRICS}
+    for u in units:
+        kept = [g for g in by_unit[u] if (step < 2 or not g.degenerate) and (step < 3 or not g.code_like)]
+        acc = {m: [0.0, 0.0] for m in METRICS}
+        for g in kept:
+            f = generation_facts(g)
+            fm_ok = f["fm_raw"] and (step < 4 or not _full_loop(g))
+            rare_ok = step < 5 or f["rare"]
+            span = f["longest"] if step < 4 else f["longest_nl"]
+            for m, hit in (("fmr", fm_ok), ("fmr50", fm_ok and g.n_tokens >= 50 and rare_ok), ("als", span),
+                           ("r20", span >= 20), ("r50", span >= 50 and rare_ok)):
+                acc[m][0] += float(hit)
+                acc[m][1] += 1
+            acc["nvr"][0] += f["nv_sum"]
+            acc["nvr"][1] += f["nv_pairs"]
+        for m in METRICS:
+            num[m].append(acc[m][0])
+            den[m].append(acc[m][1])
+    return units, {m: np.array(v) for m, v in num.items()}, {m: np.array(v) for m, v in den.items()}
+
+
+def cumulative_replicates(run_id: str, trace: str, step: int):
+    units, num, den = cumulative_units(run_id, step)
+    idx = _rng("setting", run_id, trace).integers(0, len(units), size=(B, len(units)))
+    return {m: _replicates(num[m], den[m], idx) for m in METRICS}, num, den
+
+
+def test_cumulative_filters_match_the_oracle(built: Path) -> None:
+    got = {(r["run_id"], r["metric"], r["step"]): r for r in rows(built, "select * from fct_cumulative_filters")}
+    checked = 0
+    for run_id in ("r_pre", "r2_pre", "r_unc", "r_gen", "r3_unc"):
+        for step in range(1, 6):
+            reps, num, den = cumulative_replicates(run_id, "t1", step)
+            for m in METRICS:
+                r = got[(run_id, m, step)]
+                if den[m].sum() == 0:
+                    assert r["value"] is None and r["null_reason"] == "no generation left after the filters"
+                    continue
+                value = num[m].sum() / den[m].sum()
+                assert close(r["value"], value), (run_id, m, step, r["value"], value)
+                if m not in ("als", "nvr") and num[m].sum() == 0:
+                    assert r["ci_method"] == "rule_of_three"
+                    assert close(r["ci_high"], min(1.0, 3 / int((den[m] > 0).sum())))
+                else:
+                    low, high = _interval(reps[m])
+                    assert close(r["ci_low"], low) and close(r["ci_high"], high), (run_id, m, step)
+                checked += 1
+    assert checked >= 120
+    # hand values on r_unc (4 generations, none degenerate or code-like): unc_2's 55-token span is a loop
+    # (step 4 drops it from R50: 2/4 -> 1/4... its non-loop 10-token span stays); unc_0's first 50 tokens
+    # occur 12 times and unc_3's once (step 5: only unc_3 is left)
+    assert close(got[("r_unc", "r50", 1)]["value"], 3 / 4)
+    assert close(got[("r_unc", "r50", 4)]["value"], 2 / 4)
+    assert close(got[("r_unc", "r50", 5)]["value"], 1 / 4)
+    # r_pre: pre_p2_1 is degenerate (step 2 removes its full match), pre_p3_0 is code-like (step 3)
+    assert close(got[("r_pre", "fmr", 1)]["value"], 3 / 6)
+    assert close(got[("r_pre", "fmr", 2)]["value"], 2 / 5)
+    assert close(got[("r_pre", "fmr", 3)]["value"], 1 / 4)
+
+
+def test_cumulative_filter_propensity_matches_the_oracle(built: Path) -> None:
+    got = {(r["run_id"], r["metric"], r["step"]): r for r in rows(built, "select * from fct_cumulative_filters")}
+    for step in range(1, 6):
+        cap, cap_num, cap_den = cumulative_replicates("r_pre", "t1", step)
+        for run_id in ("r_unc", "r_gen"):
+            reps, num, den = cumulative_replicates(run_id, "t1", step)
+            for m in METRICS:
+                r = got[(run_id, m, step)]
+                assert r["capability_run_id"] == "r_pre"
+                f_p, f_c = num[m].sum() / den[m].sum(), cap_num[m].sum() / cap_den[m].sum()
+                assert close(r["f_c"], f_c) and close(r["pm"], 0.0 if f_p == 0 else f_p / (f_p + f_c))
+                total = reps[m] + cap[m]
+                pm_reps = np.where(total > 0, reps[m] / np.where(total > 0, total, 1), np.nan)
+                if np.isnan(pm_reps).all():
+                    assert r["pm_ci_low"] is None
+                    continue
+                low, high = _interval(pm_reps)
+                assert close(r["pm_ci_low"], low) and close(r["pm_ci_high"], high), (run_id, m, step)
+    assert got[("r_pre", "r50", 3)]["capability_run_id"] is None  # the capability run itself
+
+
+def test_independent_differences_match_the_oracle(built: Path) -> None:
+    got = rows(built, "select * from fct_independent_run_differences")
+    assert {(r["run_a"], r["run_b"]) for r in got} == {("r3_unc", "r_unc")}  # r4_unc: another pass
+    by_metric = {r["metric"]: r for r in got}
+    reps_a, num_a, den_a = setting_replicates("r3_unc", "t1")
+    reps_b, num_b, den_b = setting_replicates("r_unc", "t1")
+    checked = 0
+    for metric, r in by_metric.items():
+        assert r["bootstrap"] == "independent" and r["n_generations_a"] == 3 and r["n_generations_b"] == 4
+        if r["null_reason"] is not None:
+            assert r["null_reason"].startswith("run_") or den_a[metric].sum() == 0 or den_b[metric].sum() == 0
+            continue
+        diff = num_a[metric].sum() / den_a[metric].sum() - num_b[metric].sum() / den_b[metric].sum()
+        assert close(r["diff"], diff), metric
+        low, high = _interval(reps_a[metric] - reps_b[metric])
+        assert close(r["ci_low"], low) and close(r["ci_high"], high), metric
+        assert r["significant"] == (low > 0 or high < 0)
+        checked += 1
+    assert checked >= 15
+    # hand value: FMR of m3 = 1/3 (the whitespace-only full match), of r_unc = 1/4
+    assert close(by_metric["fmr"]["diff"], 1 / 3 - 1 / 4)
