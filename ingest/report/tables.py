@@ -37,8 +37,9 @@ def table2(con) -> list[tuple[str, dict[str, float | None]]]:
     for model, documented, run_id, clf, setting, temp, est, oa in rows:
         name = model.rstrip("/").split("/")[-1]
         name = model.rstrip("/").split("/")[-2] if name == "model" and "/" in model.rstrip("/") else name
-        label = f"{name} ({documented})" + (f" | {run_id}, {setting} T={temp:g}, {clf}" if run_id else "")
-        out.setdefault(label, {})[est] = None if oa is None else 100 * oa
+        temp = "" if temp is None else f" T={float(temp):g}"
+        label = f"{name} ({documented})" + (f" | {run_id}, {setting}{temp}, {clf}" if run_id else "")
+        out.setdefault(label, {})[est] = None if oa is None else 100 * float(oa)
     return sorted(out.items())
 
 

@@ -33,16 +33,19 @@ def trajectory_figure(con, path: Path) -> bool:
     return _save(fig, path)
 
 
+def _num(x) -> float:
+    return np.nan if x is None else float(x)
+
+
 def _domains(ax, rows: list[dict]) -> None:
     for i, d in enumerate(sorted({r["domain"] for r in rows})):
         mine = [r for r in rows if r["domain"] == d]
         x = [r["step"] for r in mine]
         color = f"C{i}"
-        ax.plot(x, [r["estimate"] for r in mine], marker="o", color=color, label=d)
-        lo = [np.nan if r["ci_low"] is None else r["ci_low"] for r in mine]
-        hi = [np.nan if r["ci_high"] is None else r["ci_high"] for r in mine]
-        ax.fill_between(x, lo, hi, color=color, alpha=0.15)
-        ax.plot(x, [np.nan if r["truth"] is None else r["truth"] for r in mine], linestyle="--", color=color)
+        ax.plot(x, [_num(r["estimate"]) for r in mine], marker="o", color=color, label=d)
+        ax.fill_between(x, [_num(r["ci_low"]) for r in mine], [_num(r["ci_high"]) for r in mine], color=color,
+                        alpha=0.15)
+        ax.plot(x, [_num(r["truth"]) for r in mine], linestyle="--", color=color)
     ax.set_xlabel("training step")
     ax.set_ylabel("share of training documents")
     ax.set_ylim(0, 1)
@@ -54,7 +57,7 @@ def _accuracy(ax, rows: list[dict]) -> None:
         pts = sorted({(r["step"], r["overlap_accuracy"]) for r in rows
                       if r["estimator"] == e and r["overlap_accuracy"] is not None})
         if pts:
-            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=e)
+            ax.plot([p[0] for p in pts], [100 * float(p[1]) for p in pts], marker="o", label=e)
     ax.set_xlabel("training step")
     ax.set_ylabel("overlap accuracy vs documented mixture (%)")
     ax.set_ylim(0, 100)
@@ -67,12 +70,11 @@ def _propme(ax, rows: list[dict]) -> None:
         mine = [r for r in rows if r["metric"] == metric]
         if not mine:
             continue
-        x = [r["step"] for r in mine]
-        ax.errorbar(x, [r["value"] for r in mine],
-                    yerr=[[max(0.0, r["value"] - (r["ci_low"] if r["ci_low"] is not None else r["value"])) for r in mine],
-                          [max(0.0, (r["ci_high"] if r["ci_high"] is not None else r["value"]) - r["value"])
-                           for r in mine]],
-                    marker="o", capsize=3, label=label)
+        v = np.array([_num(r["value"]) for r in mine])
+        lo = np.array([_num(r["ci_low"]) for r in mine])
+        hi = np.array([_num(r["ci_high"]) for r in mine])
+        err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
+        ax.errorbar([r["step"] for r in mine], v, yerr=err, marker="o", capsize=3, label=label)
     ax.set_xlabel("training step")
     ax.set_ylabel("share of generations")
     ax.set_title("PropMe headline metrics (unconditional, 95% CI)", fontsize=9)
