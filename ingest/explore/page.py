@@ -93,7 +93,8 @@ async function generationDetail(id, bundle) {
 async function spanDocuments(spanId, gen) {
   if (served) return getJSON('api/span?id=' + encodeURIComponent(spanId));
   const span = gen.spans.find(s => s.span_id === spanId);
-  return {span, documents: gen.documents[spanId] || []};
+  const t = gen.documents[spanId] || {c: [], r: []};  // columns once, one value list per document
+  return {span, documents: t.r.map(v => Object.fromEntries(t.c.map((c, i) => [c, v[i]])))};
 }
 
 // ---- DOM helpers: text only, never innerHTML ------------------------------------------------------

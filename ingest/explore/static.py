@@ -138,8 +138,15 @@ def _write_run_bundles(explorer: Explorer, run_id: str, put, bundle) -> int:
             s["char_start"], s["char_end"] = (se if se else (None, None))
         g["spans"] = ss
         g["segments"] = segments(g["text"], placed)
-        g["documents"] = {s["span_id"]: with_windows(by_span.get(s["span_id"], [])) for s in ss}
+        g["documents"] = {s["span_id"]: _columns(with_windows(by_span.get(s["span_id"], []))) for s in ss}
         bundles.setdefault(bundle(g), {})[g["generation_id"]] = g
     for b, content in bundles.items():
         put(f"gen/{b}", content)
     return len(gens)
+
+
+def _columns(rows: list[dict]) -> dict:
+    """Rows as {"c": column names, "r": value lists}: each name once per span instead of once per document
+    (documents are most of an export); the page turns them back into objects."""
+    cols = list(rows[0]) if rows else []
+    return {"c": cols, "r": [[r[c] for c in cols] for r in rows]}
