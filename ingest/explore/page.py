@@ -161,6 +161,7 @@ const GEN_COLS = [['position', '#'], ['run_id', 'run'], ['setting', 'setting'], 
 async function viewGenerations(q) {
   const info = await runsInfo();
   q = Object.assign({sort: 'longest_span', desc: '1', page: '0', size: String(CFG.page_size)}, q);
+  if (!served) q.desc = info.static_desc[q.sort] || '1';  // static pages come in one direction per sort
   const page = await generationsPage(q);
   const go = (changes) => { location.hash = hashFor('/gens', Object.assign({}, q, {page: '0'}, changes)); };
   const form = el('form', {class: 'filters', id: 'filters'});
@@ -179,7 +180,8 @@ async function viewGenerations(q) {
   const head = el('tr', {}, GEN_COLS.map(([key, label]) => {
     if (!key || (!served && !info.static_sorts.includes(key))) return el('th', {}, label);
     const active = q.sort === key;
-    return el('th', {class: 'sortable', 'data-sort': key, onclick: () => go({sort: key, desc: active && q.desc === '1' ? '0' : '1'})},
+    const desc = served ? (active && q.desc === '1' ? '0' : '1') : info.static_desc[key];
+    return el('th', {class: 'sortable', 'data-sort': key, onclick: () => go({sort: key, desc})},
               label + (active ? (q.desc === '1' ? ' \u25bc' : ' \u25b2') : ''));
   }));
   const rows = page.rows.map(r => el('tr', {'data-generation': r.generation_id},

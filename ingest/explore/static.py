@@ -51,7 +51,7 @@ def write_static(explorer: Explorer, out: Path, page_size: int = 100, progress=N
 
     runs = explorer.runs()
     put("runs", {"runs": runs, "facets": explorer.facets(), "headline": list(HEADLINE),
-                 "static_sorts": list(STATIC_SORTS)})
+                 "static_sorts": list(STATIC_SORTS), "static_desc": {k: "1" if v else "0" for k, v in STATIC_SORTS.items()}})
     starts = {r["run_id"]: r["first"] for r in explorer._q(
         "select run_id, min(ordinal) as first from explore_generations group by run_id")}
     run_ix = {r["run_id"]: i for i, r in enumerate(runs)}

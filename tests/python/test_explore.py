@@ -283,6 +283,18 @@ def test_browser_static_files(warehouse, tmp_path) -> None:
     driver = _driver()
     try:
         _open_generation_and_select_span(driver, res.index.as_uri())
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        # a sort the export holds: position order (ascending, the one direction written), two per page
+        driver.get(res.index.as_uri() + "#/gens?run=r_pre")
+        wait = WebDriverWait(driver, 30)
+        wait.until(lambda d: d.find_element(By.ID, "app").get_attribute("data-ready") == "#/gens?run=r_pre")
+        driver.find_element(By.CSS_SELECTOR, "th[data-sort='position']").click()
+        wait.until(lambda d: "sort=position" in (d.find_element(By.ID, "app").get_attribute("data-ready") or ""))
+        rows = driver.find_elements(By.CSS_SELECTOR, "#generations tbody tr")
+        assert [r.get_attribute("data-generation") for r in rows] == ["g1", "g3"]
+        assert "page 1 of 2 (3 generations)" in driver.find_element(By.ID, "page-info").text
     finally:
         driver.quit()
 
