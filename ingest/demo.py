@@ -104,6 +104,12 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     for rid in run_ids:
         trace_generations(lake, job, run_texts(lake, rid), f"run:{rid}", corpus_id=corpus_id_for(corpus),
                           progress=progress)
+    from ingest.prompts.traced_texts import prompt_texts
+
+    for s in SETTINGS:  # the prompts themselves: chance level, and the source sequences of prefix prompts
+        texts = prompt_texts(lake, s)[0]
+        if texts:
+            trace_generations(lake, job, texts, f"prompts:{s}", corpus_id=corpus_id_for(corpus), progress=progress)
     timings["trace"] = time.perf_counter() - t
 
     t = step("mixture: held-out reference documents, TF-IDF domain classifier, score the neutral samples")

@@ -40,6 +40,8 @@ def trace(
     corpus: Annotated[str | None, typer.Option(help="Registered corpus name (instead of --index).")] = None,
     run: Annotated[str | None, typer.Option(help="Trace the generations of this run.")] = None,
     generations: Annotated[Path | None, typer.Option(help="Or a JSONL/Parquet file with generation_id and text.")] = None,
+    prompts: Annotated[str | None, typer.Option(help="Or the prompts of this setting themselves (chance level; "
+                                                     "prompt + true continuation for source duplication).")] = None,
     mode: Annotated[str, typer.Option(help="mixed (default) or text span filter.")] = "mixed",
     workers: Annotated[int, typer.Option(help="Worker processes (each opens the index once).")] = 1,
     threads: Annotated[int, typer.Option(help="Lookup threads per worker.")] = 1,
@@ -62,7 +64,18 @@ def trace(
         raise UserError(f"--workers {workers} is more than this machine can run ({os.cpu_count()} cores); "
                         f"use at most {limit}, or --executor ray for a cluster")
     lake = state(ctx).lake
-    gens, source = load_generations(lake, run, generations)
+    prompt_corpora: set[str] = set()
+    if prompts is not None:
+        if run is not None or generations is not None:
+            raise UserError("pass exactly one of --run R, --generations FILE or --prompts SETTING")
+        from ingest.prompts.traced_texts import prompt_texts
+
+        gens, prompt_corpora = prompt_texts(lake, prompts)
+        source = f"prompts:{prompts}"
+        if not gens:
+            raise UserError(f"the prompts of setting {prompts!r} have no text to trace (a prompt-free setting)")
+    else:
+        gens, source = load_generations(lake, run, generations)
     corpus_id = None
     if index:
         dirs = tuple(str(Path(d).resolve()) for d in index)
@@ -71,6 +84,9 @@ def trace(
         if name is None and run is not None:
             rr = [r for r in lake.read("corpora").to_pylist()
                   if r["corpus_id"] in {x["corpus_id"] for x in lake.read("runs").to_pylist() if x["run_id"] == run}]
+            name = rr[0]["name"] if rr else None
+        if name is None and len(prompt_corpora) == 1:
+            rr = [r for r in lake.read("corpora").to_pylist() if r["corpus_id"] in prompt_corpora]
             name = rr[0]["name"] if rr else None
         if name is None:
             raise UserError("which index? pass --index DIR or --corpus NAME (the run has no registered corpus)")

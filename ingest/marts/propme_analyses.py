@@ -4,8 +4,8 @@
   prompt-free settings), each run resampled on its own. Each run's replicates come from the same stream as
   its own interval in `int_setting_bootstrap` (key "setting", run, trace), so a run's difference interval
   and its setting interval describe the same resamples.
-- `cumulative_filter_bootstrap`: the setting bootstrap applied to `int_cumulative_filter_units` (metric keys
-  'metric@step'), keeping every replicate for the propensity scores of each step.
+- `keyed_bootstrap`: the setting bootstrap applied to units whose metric is a key ('metric@step' of the
+  cumulative filters, 'te@bucket' of the source duplication), keeping every replicate.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ def independent_difference_bootstrap(pairs: pa.Table, units: pa.Table, params: P
     return pa.Table.from_pylist(rows, schema=INDEPENDENT_SCHEMA)
 
 
-def cumulative_filter_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
-    """`int_cumulative_filter_bootstrap`: `setting_bootstrap` over the 'metric@step' units, every replicate
-    kept (each step's propensity score pairs them like the PM metrics)."""
+def keyed_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
+    """`setting_bootstrap` over units whose metric is a key (`metric@step`, `te@bucket`), every replicate
+    kept (the propensity scores of `int_cumulative_filter_propensity` pair them like the PM metrics)."""
     if params is None or units.num_rows == 0:
         return setting_bootstrap(units, None)
     keys = tuple(sorted(set(units.column("metric").to_pylist())))

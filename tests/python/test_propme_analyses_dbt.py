@@ -1,5 +1,6 @@
-"""PropMe's further analyses (cumulative filters, independent differences) on the hand-built lake of
-test_metrics_dbt, with real dbt, against an independent computation: the definitions of
+"""PropMe's further analyses (cumulative filters, independent differences, chance level, targeted extraction by
+source duplication) on the hand-built lake of test_metrics_dbt plus traced prompts, with real dbt, against an
+independent computation: the definitions of
 docs/propme-analyses.md applied straight to the lake spec, and a numpy bootstrap (index resampling with
 the documented seed protocol). Everything must agree to 1e-9."""
 
@@ -7,11 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import hashlib
+
 import numpy as np
 import pytest
 from test_metrics_dbt import (
     B,
     GENS,
+    PROMPTS,
     RUNS,
     Gen,
     _interval,
@@ -26,10 +30,24 @@ from test_metrics_dbt import (
 )
 
 from ingest.build import build
+from ingest.lake import Lake
 
 pytestmark = pytest.mark.slow
 
-MODELS = ["+fct_cumulative_filters", "+fct_independent_run_differences", "stg_corpora"]
+MODELS = ["+fct_cumulative_filters", "+fct_independent_run_differences", "+fct_chance_level", "+fct_source_duplication",
+          "stg_corpora"]
+# traced prompts (lmaudit trace --prompts): id -> (text it was traced from, [(span length, is_full, count)])
+PROMPT_TRACES = {
+    "prompt:p1": ("p1", [(3, False, 50)]),
+    "prompt:p2": ("p2", [(25, False, 2), (4, False, 9)]),
+    "prompt:p3": ("an older text", [(40, False, 1)]),  # stale: the prompt's text changed since
+    "prompt:g1": ("g1", [(4, False, 7)]),
+    "source:p1": ("p1" + PROMPTS["p1"][1], [(100, True, 1)]),
+    "source:p2": ("p2" + PROMPTS["p2"][1], [(100, True, 40), (30, False, 90)]),
+    "source:p3": ("p3" + PROMPTS["p3"][1], [(100, True, 250)]),
+    "source:p4": ("p4" + PROMPTS["p4"][1], [(60, False, 3)]),  # does not occur whole
+}
+BUCKETS = {"p1": "once", "p2": "10-99", "p3": "100+", "p4": "not_found_whole"}
 METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50")
 
 
@@ -37,6 +55,17 @@ METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50")
 def built(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("analyses") / "warehouse"
     write_lake(home)
+    traced, spans = [], []
+    for gid, (text, ss) in PROMPT_TRACES.items():
+        traced.append({"traced_generation_id": f"t1:{gid}", "trace_id": "t1", "generation_id": gid,
+                       "text_hash": hashlib.md5(text.encode()).hexdigest(), "n_index_tokens": 100})
+        for k, (length, is_full, count) in enumerate(ss):
+            spans.append({"span_id": f"{gid}:{k}", "trace_id": "t1", "generation_id": gid, "start_tok": 0,
+                          "end_tok": length, "length": length, "count": count, "is_full": is_full, "kept": True,
+                          "text": text})
+    lake = Lake(home)
+    lake.write("traced_generations", "prompts", traced)
+    lake.write("spans", "prompts", spans)
     result = build(home, vars_=f"{{propme_bootstrap_resamples: {B}}}", progress=False, select=MODELS)
     assert result.success, result.failures
     return home
@@ -103,9 +132,9 @@ def test_cumulative_filters_match_the_oracle(built: Path) -> None:
                     assert close(r["ci_low"], low) and close(r["ci_high"], high), (run_id, m, step)
                 checked += 1
     assert checked >= 120
-    # hand values on r_unc (4 generations, none degenerate or code-like): unc_2's 55-token span is a loop
-    # (step 4 drops it from R50: 2/4 -> 1/4... its non-loop 10-token span stays); unc_0's first 50 tokens
-    # occur 12 times and unc_3's once (step 5: only unc_3 is left)
+    # hand values on r_unc (4 generations, none degenerate or code-like): unc_0, unc_2, unc_3 have a span of
+    # >= 50 tokens; unc_2's is a loop (step 4 drops it); unc_0's first 50 tokens occur 12 times and unc_3's
+    # once (step 5 keeps unc_3 only)
     assert close(got[("r_unc", "r50", 1)]["value"], 3 / 4)
     assert close(got[("r_unc", "r50", 4)]["value"], 2 / 4)
     assert close(got[("r_unc", "r50", 5)]["value"], 1 / 4)
@@ -157,3 +186,50 @@ def test_independent_differences_match_the_oracle(built: Path) -> None:
     assert checked >= 15
     # hand value: FMR of m3 = 1/3 (the whitespace-only full match), of r_unc = 1/4
     assert close(by_metric["fmr"]["diff"], 1 / 3 - 1 / 4)
+
+
+def test_chance_level_matches_the_oracle(built: Path) -> None:
+    got = {r["run_id"]: r for r in rows(built, "select * from fct_chance_level")}
+    assert set(got) == {"r_pre", "r2_pre", "r_gen", "r5_gen"}  # runs with prompts; the empty run has none
+    for run_id in ("r_pre", "r2_pre", "r_gen"):
+        prompts = sorted({g.prompt for g in GENS[run_id]})
+        longest = {p: max(n for n, _, _ in PROMPT_TRACES[f"prompt:{p}"][1]) for p in prompts
+                   if f"prompt:{p}" in PROMPT_TRACES and PROMPT_TRACES[f"prompt:{p}"][0] == p}
+        r = got[run_id]
+        assert r["n_prompts"] == len(prompts) and r["n_prompts_traced"] == len(longest)
+        assert close(r["prompt_als"], sum(longest.values()) / len(longest))
+        assert r["prompt_max_span"] == max(longest.values())
+        assert close(r["prompt_r20"], sum(v >= 20 for v in longest.values()) / len(longest))
+        _, num, den = setting_replicates(run_id, "t1")
+        als = num["als"].sum() / den["als"].sum()
+        assert close(r["run_als"], als) and close(r["prompt_als_share"], r["prompt_als"] / als)
+        assert (r["null_reason"] is None) == (len(longest) == len(prompts))
+    # hand values: r_pre used p1 (3), p2 (25), p3 (stale trace: not counted)
+    assert close(got["r_pre"]["prompt_als"], 14.0) and got["r_pre"]["n_prompts_traced"] == 2
+    assert got["r_pre"]["null_reason"].startswith("partly traced: 2 of 3 prompts")
+    assert got["r5_gen"]["null_reason"].startswith("run not traced")
+
+
+def test_source_duplication_matches_the_oracle(built: Path) -> None:
+    got = {(r["run_id"], r["bucket"]): r for r in rows(built, "select * from fct_source_duplication")}
+    for run_id in ("r_pre", "r2_pre"):
+        prompts = sorted({g.prompt for g in GENS[run_id]})
+        idx = _rng("setting", run_id, "t1").integers(0, len(prompts), size=(B, len(prompts)))
+        hits = np.array([sum(generation_facts(g)["te"] for g in GENS[run_id] if g.prompt == p and not g.degenerate)
+                         for p in prompts], dtype=float)
+        ok = np.array([sum(1 for g in GENS[run_id] if g.prompt == p and not g.degenerate) for p in prompts], float)
+        for bucket in sorted({BUCKETS[p] for p in prompts}):
+            mask = np.array([BUCKETS[p] == bucket for p in prompts])
+            r = got[(run_id, bucket)]
+            assert r["n_prompts"] == mask.sum() and r["n_hits"] == hits[mask].sum() and r["n_eligible"] == ok[mask].sum()
+            assert close(r["te"], hits[mask].sum() / ok[mask].sum())
+            if hits[mask].sum() == 0:
+                assert r["ci_method"] == "rule_of_three" and close(r["ci_high"], min(1.0, 3 / mask.sum()))
+            else:
+                low, high = _interval(_replicates(hits * mask, ok * mask, idx))
+                assert close(r["ci_low"], low) and close(r["ci_high"], high), (run_id, bucket)
+    # hand values: r_pre reproduces p1's continuation in 1 of 2 samples (source once), p2's in its one
+    # non-degenerate sample (40 copies), p3's never (250 copies)
+    assert close(got[("r_pre", "once")]["te"], 0.5) and close(got[("r_pre", "10-99")]["te"], 1.0)
+    assert close(got[("r_pre", "100+")]["te"], 0.0) and got[("r_pre", "100+")]["median_source_count"] == 250
+    assert close(got[("r2_pre", "not_found_whole")]["te"], 1.0)

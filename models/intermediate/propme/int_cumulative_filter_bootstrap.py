@@ -6,9 +6,9 @@ def model(dbt, session):
     dbt.config(materialized="table")
     from ingest.marts.common import arrow_of
     from ingest.marts.propme import Params
-    from ingest.marts.propme_analyses import cumulative_filter_bootstrap
+    from ingest.marts.propme_analyses import keyed_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     units = dbt.ref("int_cumulative_filter_units").project(
         "run_id, trace_id, unit_id, unit_kind, metric_key as metric, num, den, n_generations, n_eligible")
-    return cumulative_filter_bootstrap(arrow_of(units), params)
+    return keyed_bootstrap(arrow_of(units), params)
