@@ -29,6 +29,8 @@ def main() -> None:
     ap.add_argument("--mixture", default="code-heavy")
     ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--every", type=int, default=200)
+    ap.add_argument("--canary-copies", type=int, default=0,
+                    help="plant the canary this many times (a canary domain joins the mixture and the classifier)")
     ap.add_argument("--n", type=int, default=300, help="unconditional samples per checkpoint")
     ap.add_argument("--per-domain", type=int, default=150)
     ap.add_argument("--n-boot", type=int, default=100)
@@ -61,7 +63,8 @@ def main() -> None:
     lake.init()
     timings: dict[str, float] = {}
     t_all = t = time.perf_counter()
-    size = sandbox_size(a.size, a.mixture, steps=a.steps, checkpoint_every=a.every)
+    size = sandbox_size(a.size, a.mixture, canary_copies=a.canary_copies or None, steps=a.steps,
+                        checkpoint_every=a.every)
     paths, corpus = build_and_register(lake, home, size, a.seed, progress=False)
     timings["sandbox (train with checkpoints)"] = time.perf_counter() - t
     log = json.loads(paths.train_log.read_text())

@@ -28,7 +28,7 @@ def trajectory_figure(con, path: Path) -> bool:
         _accuracy(row[1], [r for r in mix if r["base_model"] == m])
         _propme(row[2], [r for r in pm if r["base_model"] == m])
         name = Path(m).parent.name if Path(m).name == "model" else Path(m).name
-        row[0].set_title(f"{name}: pacc estimate (lines, 95% CI) vs truth (dashed)", fontsize=9)
+        row[0].set_title(f"{name}: pacc (95% CI) vs truth (dashed)", fontsize=9)
     fig.suptitle("Training trajectories: mixture estimate and memorization metrics per checkpoint")
     return _save(fig, path)
 
@@ -66,16 +66,28 @@ def _accuracy(ax, rows: list[dict]) -> None:
 
 
 def _propme(ax, rows: list[dict]) -> None:
-    for metric, label in METRICS:
+    """ALS (tokens) on the left axis, the rates (R50, FMR20, NVR; share of generations) on the right one."""
+    als = [r for r in rows if r["metric"] == "als"]
+    if als:
+        _series(ax, als, "ALS (tokens, left)", "black")
+    ax.set_ylabel("ALS: mean longest span (tokens)")
+    right = ax.twinx()
+    handles = ax.get_legend_handles_labels()
+    for i, (metric, label) in enumerate(METRICS):
         mine = [r for r in rows if r["metric"] == metric]
-        if not mine:
-            continue
-        v = np.array([_num(r["value"]) for r in mine])
-        lo = np.array([_num(r["ci_low"]) for r in mine])
-        hi = np.array([_num(r["ci_high"]) for r in mine])
-        err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
-        ax.errorbar([r["step"] for r in mine], v, yerr=err, marker="o", capsize=3, label=label)
+        if mine:
+            _series(right, mine, f"{label} (right)", f"C{i}")
+    right.set_ylabel("share of generations")
+    right.set_ylim(bottom=0)
+    h2 = right.get_legend_handles_labels()
+    right.legend(handles[0] + h2[0], handles[1] + h2[1], fontsize=7, loc="upper left")
     ax.set_xlabel("training step")
-    ax.set_ylabel("share of generations")
     ax.set_title("PropMe headline metrics (unconditional, 95% CI)", fontsize=9)
-    ax.legend(fontsize=7)
+
+
+def _series(ax, rows: list[dict], label: str, color: str) -> None:
+    v = np.array([_num(r["value"]) for r in rows])
+    lo = np.array([_num(r["ci_low"]) for r in rows])
+    hi = np.array([_num(r["ci_high"]) for r in rows])
+    err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
+    ax.errorbar([r["step"] for r in rows], v, yerr=err, marker="o", capsize=3, label=label, color=color)
