@@ -28,6 +28,18 @@ left join (select distinct run_model, run_id, classifier_name, setting, temperat
 """
 
 
+def short_model(model: str) -> str:
+    """A model path as a table label: its last path part, the folder above a generic `model`, and a sandbox
+    checkpoint as <model>@step<N>."""
+    import re
+
+    m = re.match(r"^(.*)/checkpoints/step-0*([0-9]+)/?$", model)
+    base, step = (m.group(1), f"@step{m.group(2)}") if m else (model, "")
+    parts = base.rstrip("/").split("/")
+    name = parts[-2] if parts[-1] == "model" and len(parts) > 1 else parts[-1]
+    return name + step
+
+
 def table2(con) -> list[tuple[str, dict[str, float | None]]]:
     """One row per (model, run, classifier) with every estimator's overlap accuracy in %: the generation-based
     estimators of that run beside the model-level ones (mia_*, bpe_merges) of the same model. A model with no
@@ -35,10 +47,10 @@ def table2(con) -> list[tuple[str, dict[str, float | None]]]:
     rows = con.execute(TABLE2_SQL).fetchall()
     out: dict[str, dict[str, float | None]] = {}
     for model, documented, run_id, clf, setting, temp, est, oa in rows:
-        name = model.rstrip("/").split("/")[-1]
-        name = model.rstrip("/").split("/")[-2] if name == "model" and "/" in model.rstrip("/") else name
+        name = short_model(model)
+        documented = "" if documented == model else f" ({documented})"
         temp = "" if temp is None else f" T={float(temp):g}"
-        label = f"{name} ({documented})" + (f" | {run_id}, {setting}{temp}, {clf}" if run_id else "")
+        label = f"{name}{documented}" + (f" | {run_id}, {setting}{temp}, {clf}" if run_id else "")
         out.setdefault(label, {})[est] = None if oa is None else 100 * float(oa)
     return sorted(out.items())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ingest.report.tables import table2, table2_html
+from ingest.report.tables import short_model, table2, table2_html
 from ingest.report.trajectory import trajectory_figure
 
 
@@ -55,3 +55,9 @@ def test_trajectory_figure_draws_from_the_trajectory_marts(tmp_path) -> None:
     assert trajectory_figure(con, png) and png.read_bytes()[:4] == b"\x89PNG"
     con.execute("delete from fct_mixture_trajectory; delete from fct_propme_trajectory")
     assert not trajectory_figure(con, tmp_path / "none.png")
+
+
+def test_short_model_names() -> None:
+    assert short_model("/w/sandbox/tiny-seed0/model") == "tiny-seed0"
+    assert short_model("/w/sandbox/tiny-seed0/model/checkpoints/step-000200") == "tiny-seed0@step200"
+    assert short_model("EleutherAI/pythia-1b") == "pythia-1b" and short_model("m") == "m"
