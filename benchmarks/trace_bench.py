@@ -357,6 +357,8 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, help="write canonical trace outputs here and exit")
     ap.add_argument("--no-agreement", action="store_true")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--pure-python-search", action="store_true",
+                    help="suffix-array searches in pure Python, not compiled (the before of issue 19)")
     a = ap.parse_args()
 
     from ingest.trace.params import TraceParams
@@ -365,6 +367,8 @@ def main() -> None:
     idx, tok_path = ensure_index(a.corpus_mb, a.shards)
     tracer = open_tracer(TraceJob((str(idx),), TraceParams()), "bench")
     eng, tok = tracer.engine, tracer.tok
+    if a.pure_python_search:
+        eng.compiled_search = False
     m = eng.manifest
     sets = make_inputs(eng, tok, a.n)
     if a.sets:
@@ -373,6 +377,7 @@ def main() -> None:
     all_gens = [g for v in gens_by_set.values() for g in v]
     info = {"index": str(idx), "n_tokens": m.n_tokens, "n_docs": m.n_docs, "shards": eng.num_shards,
             "vocab": m.vocab_size, "python": platform.python_version(), "machine": platform.machine(),
+            "search": "pure Python" if a.pure_python_search else "compiled",
             "inputs": {k: {"n": len(v), "mean_tokens": round(statistics.mean(len(tok.encode(t)) for _, t in v), 1)}
                        for k, v in gens_by_set.items()}}
     print(json.dumps(info, indent=1), file=sys.stderr)

@@ -98,6 +98,8 @@ class _ShardMaps:
     od: Any = None
     om: Any = None
     toks: Any = None
+    tk: Any = None  # uint8 views of tokenized / table, for the compiled searches (ingest.index.sa_search)
+    tb: Any = None
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -111,6 +113,8 @@ class _ShardMaps:
         u64 = (lambda mm: memoryview(mm).cast("Q")) if little else (lambda mm: np.frombuffer(mm, dtype="<u8"))
         self.od = u64(self.offsets)
         self.toks = np.frombuffer(self.tokens, dtype=_NP_DTYPE[self.width])
+        self.tk = np.frombuffer(self.tokens, dtype=np.uint8)
+        self.tb = np.frombuffer(self.table, dtype=np.uint8)
         if self.metaoff is not None:
             self.om = u64(self.metaoff)
 
@@ -123,7 +127,7 @@ class _ShardMaps:
                     view.release()
                 except BufferError:
                     pass
-        self.sa = self.od = self.om = self.toks = None
+        self.sa = self.od = self.om = self.toks = self.tk = self.tb = None
         for m in (self.table, self.tokens, self.offsets, self.metadata, self.metaoff):
             if m is not None:
                 try:
@@ -148,6 +152,13 @@ def _common_prefix(a: bytes, b: bytes) -> int:
         else:
             hi = mid
     return lo
+
+
+def _np_bytes(b: bytes) -> Any:
+    """A read-only uint8 view of `b` (the query form of the compiled searches)."""
+    import numpy as np
+
+    return np.frombuffer(b, dtype=np.uint8)
 
 
 def _map(path: Path) -> mmap.mmap:
@@ -306,6 +317,9 @@ class IndexEngine:
         # token id -> its suffix-array range in every shard (found once with the engine): the start range of
         # the byte-level binary searches below. The index never changes, so this survives reopen().
         self._first: dict[int, list[tuple[int, int]]] = {}
+        # byte-level searches: compiled (ingest.index.sa_search) when numba loads, else pure Python.
+        # None: decide at the first search; False forces pure Python (benchmarks, tests)
+        self.compiled_search: bool | None = None
         self._queries = 0
         self.reopen()
 
@@ -503,8 +517,23 @@ class IndexEngine:
     # query is compared as raw little-endian bytes with the suffix, exactly as the engine compares it, and
     # the search starts from the query's first-token range (cached), so it needs log2(count of that
     # token) steps. Queries are `ids_bytes(ids)`; results equal `find` / `count` / `longest_prefix_len`.
-    # They hold the GIL (threads do not run them in parallel: use processes) and do not count towards
-    # `reopen_every` (the memory check); `reopen()` releases their maps too.
+    # The searches themselves run compiled (`ingest.index.sa_search`, numba, GIL released, so threads
+    # search in parallel); without numba the pure-Python `_bound` / `_bound_near` below give the same
+    # answers holding the GIL. They do not count towards `reopen_every` (the memory check); `reopen()`
+    # releases their maps too.
+
+    def _kernels(self) -> Any:
+        """The compiled search module, or None for the pure-Python searches (warns once if numba is missing)."""
+        if self.compiled_search is False:
+            return None
+        from ingest.index import sa_search
+
+        if sa_search.available():
+            self.compiled_search = True
+            return sa_search
+        sa_search.warn_unavailable()
+        self.compiled_search = False
+        return None
 
     def _first_ranges(self, qbytes: bytes) -> list[tuple[int, int]]:
         t = int.from_bytes(qbytes[:self.width], "little")
@@ -585,11 +614,17 @@ class IndexEngine:
             raise ValueError("empty query: use find([])")
         segs = []
         cnt = 0
+        k = self._kernels()
+        q = None
         for s, (lo, hi) in enumerate(self._first_ranges(qbytes)):
             if lo < hi and len(qbytes) > self.width:
                 m = self._maps_for(s)
                 h = hints[s] if hints is not None else None
-                if h is None:
+                if k is not None:
+                    if q is None:
+                        q = _np_bytes(qbytes)
+                    lo, hi = k.find_range(m.tk, m.tb, m.ptr_size, q, lo, hi, -1 if h is None else h)
+                elif h is None:
                     lo = self._bound(m, qbytes, lo, hi, False)
                     hi = self._bound(m, qbytes, lo, hi, True)
                 else:
@@ -607,12 +642,18 @@ class IndexEngine:
         if not qbytes:
             raise ValueError("empty query")
         nb = len(qbytes)
+        k = self._kernels()
+        q = _np_bytes(qbytes) if k is not None and nb > self.width else None
         for s, (lo, hi) in enumerate(self._first_ranges(qbytes)):
             if lo == hi:
                 continue
             if nb == self.width:
                 return True
             m = self._maps_for(s)
+            if q is not None:
+                if k.occurs(m.tk, m.tb, m.ptr_size, q, lo, hi):
+                    return True
+                continue
             r = self._bound(m, qbytes, lo, hi, False)
             if r < hi:
                 p = self._ptr(m, r)
@@ -633,12 +674,23 @@ class IndexEngine:
             return 0
         nb, w = len(qbytes), self.width
         best = 0
+        k = self._kernels()
+        q = _np_bytes(qbytes) if k is not None and nb > w else None
         for s, (lo, hi) in enumerate(self._first_ranges(qbytes)):
             if lo == hi:
                 continue
             if nb == w:
                 return 1
             m = self._maps_for(s)
+            if q is not None:
+                r, n = k.longest_prefix(m.tk, m.tb, m.ptr_size, q, lo, hi)
+                if hints_out is not None:
+                    hints_out[s] = r
+                if n == nb:
+                    return nb // w
+                if n // w > best:
+                    best = n // w
+                continue
             r = self._bound(m, qbytes, lo, hi, False)
             if hints_out is not None:
                 hints_out[s] = r

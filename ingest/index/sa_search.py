@@ -1,0 +1,195 @@
+"""Binary searches over one shard's suffix array, compiled with numba (`nogil`), on raw bytes.
+
+Why: the tracer makes hundreds of suffix-array lookups per generation; in pure Python one binary search
+costs ~15 us and holds the GIL, so it dominates on inputs with many short matches and threads cannot run
+lookups in parallel. These kernels do the same searches in machine code and release the GIL.
+
+Everything works on bytes, exactly as the C++ engine compares: `toks` is the shard's `tokenized` file and
+`table` its suffix array, both as uint8 arrays (read-only maps), `ps` the pointer width in bytes (any width,
+5-byte pointers included: little-endian, read byte by byte), `q` the query in index byte form
+(little-endian tokens). A suffix is compared on its first len(q) bytes, cut at the end of the file; a
+suffix that is a proper prefix of the query sorts before it. Ranks are Python ints (int64).
+
+`available()` says whether numba loaded; if it did not, `IndexEngine` keeps its pure-Python searches (same
+results) and warns once. Compiled code is cached on disk (`cache=True`: in `__pycache__` beside this file,
+or numba's per-user cache folder when that is read-only), so only the first process after an install or
+upgrade pays the compile time (about a second per kernel).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+_LOAD_ERROR: str | None = None
+
+try:
+    from numba import njit
+except Exception as e:  # ImportError, or a broken llvmlite  # pragma: no cover - platform dependent
+    njit = None
+    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+
+def _ptr(table: Any, ps: int, rank: int) -> int:
+    """The byte offset stored at `rank` (little-endian, `ps` bytes)."""
+    a = rank * ps
+    p = 0
+    for i in range(ps - 1, -1, -1):
+        p = (p << 8) | int(table[a + i])
+    return p
+
+
+def _before(toks: Any, p: int, q: Any, upper: bool) -> bool:
+    """The suffix at byte `p`, cut to len(q) bytes, sorts before q (or equals it, when `upper`)."""
+    n = toks.shape[0]
+    for i in range(q.shape[0]):
+        if p + i >= n:
+            return True  # a proper prefix of the query
+        a = toks[p + i]
+        b = q[i]
+        if a != b:
+            return a < b
+    return upper
+
+
+def _lcp(toks: Any, p: int, q: Any) -> int:
+    """Bytes the suffix at byte `p` shares with q."""
+    n = toks.shape[0]
+    m = q.shape[0]
+    i = 0
+    while i < m and p + i < n and toks[p + i] == q[i]:
+        i += 1
+    return i
+
+
+def bound(toks: Any, table: Any, ps: int, q: Any, lo: int, hi: int, upper: bool) -> int:
+    """First rank in [lo, hi) whose suffix is >= q (> q when `upper`); hi if none."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _before(toks, _ptr(table, ps, mid), q, upper):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def bound_near(toks: Any, table: Any, ps: int, q: Any, lo: int, hi: int, upper: bool, hint: int) -> int:
+    """`bound` when the answer is known to be <= hint (lower bound) or >= hint (upper bound): gallop away
+    from the hint, then bisect (log2(count) steps instead of log2(hi - lo))."""
+    if upper:
+        a = max(hint, lo)
+        b = hi
+        step = 1
+        while a < b:
+            p = a + step - 1
+            if p >= b:
+                break
+            if _before(toks, _ptr(table, ps, p), q, True):
+                a = p + 1
+                step *= 2
+            else:
+                b = p
+                break
+    else:
+        a = lo
+        b = min(hint, hi)
+        step = 1
+        while a < b:
+            p = b - step
+            if p < a:
+                break
+            if _before(toks, _ptr(table, ps, p), q, False):
+                a = p + 1
+                break
+            b = p
+            step *= 2
+    return bound(toks, table, ps, q, a, b, upper)
+
+
+def find_range(toks: Any, table: Any, ps: int, q: Any, lo: int, hi: int, hint: int) -> tuple[int, int]:
+    """The rank range [lo', hi') of q inside [lo, hi); `hint` >= 0: an insertion rank of a longer query
+    starting with q (searched outwards from it), -1: none."""
+    if hint < 0:
+        a = bound(toks, table, ps, q, lo, hi, False)
+        return a, bound(toks, table, ps, q, a, hi, True)
+    return (bound_near(toks, table, ps, q, lo, hi, False, hint),
+            bound_near(toks, table, ps, q, lo, hi, True, hint))
+
+
+def occurs(toks: Any, table: Any, ps: int, q: Any, lo: int, hi: int) -> bool:
+    """Some suffix in [lo, hi) starts with q."""
+    r = bound(toks, table, ps, q, lo, hi, False)
+    return r < hi and _lcp(toks, _ptr(table, ps, r), q) == q.shape[0]
+
+
+def longest_prefix(toks: Any, table: Any, ps: int, q: Any, lo: int, hi: int) -> tuple[int, int]:
+    """(insertion rank r of q in [lo, hi), the most bytes q shares with the suffix at r - 1 or r, both
+    taken only inside [lo, hi))."""
+    r = bound(toks, table, ps, q, lo, hi, False)
+    best = 0
+    for rank in (r - 1, r):
+        if lo <= rank < hi:
+            n = _lcp(toks, _ptr(table, ps, rank), q)
+            if n > best:
+                best = n
+    return r, best
+
+
+PYTHON_KERNELS = {f.__name__: f for f in (bound, bound_near, find_range, occurs, longest_prefix)}
+
+if njit is not None:
+    try:
+        _jit = njit(nogil=True, cache=True)
+        _ptr = _jit(_ptr)
+        _before = _jit(_before)
+        _lcp = _jit(_lcp)
+        bound = _jit(bound)
+        bound_near = _jit(bound_near)
+        find_range = _jit(find_range)
+        occurs = _jit(occurs)
+        longest_prefix = _jit(longest_prefix)
+    except Exception as e:  # pragma: no cover - platform dependent
+        njit = None
+        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+
+_checked = False
+
+
+def available() -> bool:
+    """Whether the compiled kernels load: numba imports and the kernels compile (or come from the cache)
+    and answer a tiny search correctly; checked once per process."""
+    global njit, _checked, _LOAD_ERROR
+    if njit is not None and not _checked:
+        _checked = True
+        import numpy as np
+
+        try:
+            toks = np.frombuffer(b"\x00\x01\x00\x02\x00", dtype=np.uint8)
+            table = np.frombuffer(bytes([4, 0, 2, 1, 3]), dtype=np.uint8)  # suffixes sorted as bytes
+            q = np.frombuffer(b"\x00\x02", dtype=np.uint8)
+            ok = (find_range(toks, table, 1, q, 0, 5, -1) == (2, 3) and occurs(toks, table, 1, q, 0, 5)
+                  and longest_prefix(toks, table, 1, q, 0, 5) == (2, 2))
+            if not ok:
+                raise RuntimeError("compiled search self-check gave wrong answers")
+        except Exception as e:  # pragma: no cover - platform dependent
+            njit = None
+            _LOAD_ERROR = f"{type(e).__name__}: {e}"
+    return njit is not None
+
+
+def load_error() -> str | None:
+    return _LOAD_ERROR
+
+
+_warned = False
+
+
+def warn_unavailable() -> None:
+    """Warn once per process that lookups run in pure Python (slower, hold the GIL)."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(f"numba could not be loaded ({_LOAD_ERROR}); suffix-array lookups run in pure Python "
+                      "(several times slower, no thread parallelism): pip install the numba version pinned in "
+                      "pyproject.toml", RuntimeWarning, stacklevel=3)
