@@ -24,7 +24,7 @@ def build(
     ctx: typer.Context,
     select: Annotated[list[str] | None, typer.Option("--select", "-s", help="dbt selection, e.g. 'staging' or '+fct_propensity'.")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="dbt nodes to leave out.")] = None,
-    full_refresh: Annotated[bool, typer.Option(help="Passed to dbt: drop and reload the seed tables (after a seed file's columns change). Not needed after changing a research parameter: every model is a view or a table rebuilt on each build.")] = False,
+    full_refresh: Annotated[bool, typer.Option(help="Passed to dbt: rebuild the incremental PropMe models (text checks, loop checks, generation facts) from nothing, and reload seed tables. Never needed for new, changed or removed runs or a changed var: those rows are recomputed anyway. Needed after a model's columns change (the build then fails and says so).")] = False,
     vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML (the propme_* and mixture_* vars of dbt_project.yml), e.g. '{propme_bootstrap_resamples: 1000}'.")] = None,
 ) -> None:
     """Run `dbt build` (models, data tests, unit tests) over the warehouse and print a one-line summary."""

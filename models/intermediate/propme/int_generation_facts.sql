@@ -2,6 +2,16 @@
 -- Untraced runs keep their generations with trace_id NULL and NULL span facts. A generation counts as traced
 -- by a pass only when `traced_generations` holds it with the hash of its current text; its length
 -- (n_tokens) is then the traced text's length in index tokens, never the model's own token count.
+-- Incremental (macros/propme_incremental.sql): a later build computes only the (generation, pass) rows that are
+-- new or whose inputs changed (text, tracing pass, text checks, any propme_* var); rows of vanished or changed
+-- inputs are deleted first, so the table equals a full refresh.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ propme_delete_stale(['generation_id', 'trace_id'], propme_fact_inputs()) }}"
+) }}
+
 with
 
 params as (
@@ -10,45 +20,44 @@ params as (
 
 ),
 
-run_traces as (
+inputs as (
 
-    select * from {{ ref('int_run_traces') }}
+    {{ propme_fact_inputs() }}
 
 ),
 
-generations as (
+todo as (
 
-    select * from {{ ref('stg_generations') }}
+    select * from inputs
+    {{ propme_rows_to_compute('inputs', ['generation_id', 'trace_id']) }}
 
 ),
 
 spans as (
 
     select * from {{ ref('stg_spans') }}
+    {% if is_incremental() %}where generation_id in (select todo.generation_id from todo){% endif %}
 
 ),
 
 span_documents as (
 
     select * from {{ ref('stg_span_documents') }}
+    {% if is_incremental() %}where span_id in (select spans.span_id from spans){% endif %}
 
 ),
 
 span_counts as (
 
     select * from {{ ref('stg_span_counts') }}
-
-),
-
-traced as (
-
-    select * from {{ ref('stg_traced_generations') }}
+    {% if is_incremental() %}where span_id in (select spans.span_id from spans){% endif %}
 
 ),
 
 loop_spans as (
 
     select * from {{ ref('int_span_loops') }}
+    {% if is_incremental() %}where generation_id in (select todo.generation_id from todo){% endif %}
 
 ),
 
@@ -136,82 +145,60 @@ longest_long_span as (
 
 ),
 
-traced_generations as (
-
-    select
-        run_traces.run_id,
-        run_traces.trace_id,
-        run_traces.setting,
-        run_traces.unit_kind,
-        generations.generation_id,
-        generations.prompt_id,
-        generations.sample_idx,
-        traced.n_index_tokens,
-        traced.generation_id is not null as is_traced
-    from run_traces
-    inner join generations on run_traces.run_id = generations.run_id
-    left join traced
-        on
-            run_traces.trace_id = traced.trace_id
-            and generations.generation_id = traced.generation_id
-            and md5(generations.text) = traced.text_hash
-
-),
-
 final as (
 
     select
-        traced_generations.generation_id,
-        traced_generations.run_id,
-        traced_generations.trace_id,
-        traced_generations.setting,
-        traced_generations.prompt_id,
-        traced_generations.sample_idx,
-        traced_generations.unit_kind,
+        todo.generation_id,
+        todo.run_id,
+        todo.trace_id,
+        todo.setting,
+        todo.prompt_id,
+        todo.sample_idx,
+        todo.unit_kind,
         case
-            when traced_generations.unit_kind = 'prompt'
-                then coalesce(traced_generations.prompt_id, traced_generations.generation_id)
-            else traced_generations.generation_id
+            when todo.unit_kind = 'prompt'
+                then coalesce(todo.prompt_id, todo.generation_id)
+            else todo.generation_id
         end as unit_id,
-        traced_generations.is_traced,
-        traced_generations.n_index_tokens as n_tokens,
+        todo.is_traced,
+        todo.n_index_tokens as n_tokens,
         text_checks.is_blank,
         text_checks.is_degenerate,
         text_checks.is_code_like,
         text_checks.has_true_continuation,
         text_checks.targeted_hit,
-        case when traced_generations.is_traced then coalesce(generation_spans.n_spans, 0) end
+        case when todo.is_traced then coalesce(generation_spans.n_spans, 0) end
             as n_spans,
-        case when traced_generations.is_traced then coalesce(generation_spans.longest_span, 0) end
+        case when todo.is_traced then coalesce(generation_spans.longest_span, 0) end
             as longest_span,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.longest_nonloop_span, 0)
+            when todo.is_traced then coalesce(generation_spans.longest_nonloop_span, 0)
         end as longest_nonloop_span,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.n_loop_spans, 0)
+            when todo.is_traced then coalesce(generation_spans.n_loop_spans, 0)
         end as n_loop_spans,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.n_long_spans, 0)
+            when todo.is_traced then coalesce(generation_spans.n_long_spans, 0)
         end as n_long_spans,
         case
-            when traced_generations.is_traced
+            when todo.is_traced
                 then coalesce(generation_spans.n_long_spans, 0) > 0 and generation_spans.n_long_nonloop_spans = 0
         end as long_spans_all_loops,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.full_match_raw, false)
+            when todo.is_traced then coalesce(generation_spans.full_match_raw, false)
         end as full_match_raw,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.full_match_normalized, false)
+            when todo.is_traced then coalesce(generation_spans.full_match_normalized, false)
         end as full_match_normalized,
-        case when traced_generations.is_traced then coalesce(generation_spans.n_docs, 0) end as n_docs,
-        case when traced_generations.is_traced then coalesce(generation_spans.n_nv_docs, 0) end
+        case when todo.is_traced then coalesce(generation_spans.n_docs, 0) end as n_docs,
+        case when todo.is_traced then coalesce(generation_spans.n_nv_docs, 0) end
             as n_nv_docs,
-        case when traced_generations.is_traced then coalesce(generation_spans.nv_sum, 0) end as nv_sum,
+        case when todo.is_traced then coalesce(generation_spans.nv_sum, 0) end as nv_sum,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.n_nv_docs_long, 0)
+            when todo.is_traced then coalesce(generation_spans.n_nv_docs_long, 0)
         end as n_nv_docs_long,
         case
-            when traced_generations.is_traced then coalesce(generation_spans.nv_sum_long, 0)
+            when todo.is_traced then coalesce(generation_spans.nv_sum_long, 0)
         end as nv_sum_long,
         longest_long_span.span_id as longest_long_span_id,
         longest_long_span.length as longest_long_span_length,
@@ -224,20 +211,21 @@ final as (
             when span_counts.first50_count < params.rare_max_count then 'rare'
             else 'frequent'
         end as duplication_bucket,
-        params.params
-    from traced_generations
+        params.params,
+        todo.input_hash
+    from todo
     cross join params
-    left join text_checks on traced_generations.generation_id = text_checks.generation_id
+    left join text_checks on todo.generation_id = text_checks.generation_id
     left join generation_spans
         on
-            traced_generations.generation_id = generation_spans.generation_id
-            and traced_generations.trace_id = generation_spans.trace_id
-            and traced_generations.is_traced
+            todo.generation_id = generation_spans.generation_id
+            and todo.trace_id = generation_spans.trace_id
+            and todo.is_traced
     left join longest_long_span
         on
-            traced_generations.generation_id = longest_long_span.generation_id
-            and traced_generations.trace_id = longest_long_span.trace_id
-            and traced_generations.is_traced
+            todo.generation_id = longest_long_span.generation_id
+            and todo.trace_id = longest_long_span.trace_id
+            and todo.is_traced
     left join span_counts on longest_long_span.span_id = span_counts.span_id
 
 )

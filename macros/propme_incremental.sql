@@ -1,0 +1,109 @@
+{#
+  Incremental PropMe models (int_generation_text_checks, int_span_loops, int_generation_facts).
+
+  Each row stores `input_hash`: an md5 over everything the row is computed from (the texts' own md5s, the
+  tracing pass, the research vars it uses). Before the model runs, `propme_delete_stale` deletes every row
+  whose key is gone from the lake or whose inputs changed (a re-imported text, a re-traced run, a changed
+  propme_* var); the model then computes only the keys that have no row left. So the table always equals a
+  full refresh, and `lmaudit build --full-refresh` rebuilds it from nothing.
+#}
+
+{% macro propme_input_hash(parts) -%}
+    md5(concat_ws('|'
+    {%- for part in parts %}, coalesce(cast({{ part }} as varchar), 'null'){% endfor -%}
+    ))
+{%- endmacro %}
+
+{% macro propme_delete_stale(keys, current_sql) -%}
+    {%- if is_incremental() -%}
+        delete from {{ this }} as old
+        where not exists (
+            select 1
+            from ({{ current_sql }}) as cur
+            where
+            {%- for key in keys %}
+                cur.{{ key }} is not distinct from old.{{ key }} and
+            {%- endfor %}
+                cur.input_hash = old.input_hash
+        )
+    {%- else -%}
+        select 1
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro propme_rows_to_compute(alias, keys) -%}
+    {%- if is_incremental() -%}
+        where not exists (
+            select 1
+            from {{ this }} as old
+            where
+            {%- for key in keys %}
+                old.{{ key }} is not distinct from {{ alias }}.{{ key }}{{ " and" if not loop.last }}
+            {%- endfor %}
+        )
+    {%- endif -%}
+{%- endmacro %}
+
+{#- The current inputs of int_generation_text_checks: one row per generation. -#}
+{% macro propme_text_check_inputs() -%}
+    select
+        generations.generation_id,
+        generations.text,
+        prompts.true_continuation,
+        {{ propme_input_hash([
+            'md5(generations.text)', 'md5(prompts.true_continuation)', 'prompts.prompt_id is not null',
+            'params.degenerate_max_compression', 'params.degenerate_max_letter_share', 'params.code_min_lines',
+            'params.code_min_line_share', 'params.code_max_letter_share'
+        ]) }} as input_hash
+    from {{ ref('stg_generations') }} as generations
+    cross join {{ ref('int_propme_params') }} as params
+    left join {{ ref('stg_prompts') }} as prompts on generations.prompt_id = prompts.prompt_id
+{%- endmacro %}
+
+{#- The current inputs of int_span_loops: one row per span of at least loop_min_tokens tokens. -#}
+{% macro propme_span_loop_inputs() -%}
+    select
+        spans.span_id,
+        spans.trace_id,
+        spans.generation_id,
+        spans.length,
+        spans.text,
+        {{ propme_input_hash([
+            'spans.trace_id', 'spans.generation_id', 'spans.length', 'md5(spans.text)', 'params.loop_min_tokens',
+            'params.loop_max_period', 'params.loop_min_repeats', 'params.loop_min_share'
+        ]) }} as input_hash
+    from {{ ref('stg_spans') }} as spans
+    cross join {{ ref('int_propme_params') }} as params
+    where spans.length >= params.loop_min_tokens
+{%- endmacro %}
+
+{#- The current inputs of int_generation_facts: one row per (generation, tracing pass). What a pass found for a
+    generation is fixed by the pass (trace_id) and the traced text's hash, so those stand for its spans,
+    documents and counts; the text checks' own input_hash stands for theirs; `params` holds every var. -#}
+{% macro propme_fact_inputs() -%}
+    select
+        run_traces.run_id,
+        run_traces.trace_id,
+        run_traces.setting,
+        run_traces.unit_kind,
+        generations.generation_id,
+        generations.prompt_id,
+        generations.sample_idx,
+        traced.n_index_tokens,
+        traced.generation_id is not null as is_traced,
+        {{ propme_input_hash([
+            'run_traces.run_id', 'run_traces.trace_id', 'run_traces.setting', 'run_traces.unit_kind',
+            'generations.prompt_id', 'generations.sample_idx', 'md5(generations.text)', 'traced.text_hash',
+            'traced.n_index_tokens', 'text_checks.input_hash', 'params.params'
+        ]) }} as input_hash
+    from {{ ref('int_run_traces') }} as run_traces
+    cross join {{ ref('int_propme_params') }} as params
+    inner join {{ ref('stg_generations') }} as generations on run_traces.run_id = generations.run_id
+    left join {{ ref('stg_traced_generations') }} as traced
+        on
+            run_traces.trace_id = traced.trace_id
+            and generations.generation_id = traced.generation_id
+            and md5(generations.text) = traced.text_hash
+    left join {{ ref('int_generation_text_checks') }} as text_checks
+        on generations.generation_id = text_checks.generation_id
+{%- endmacro %}
