@@ -53,7 +53,9 @@ def build_report(home: Path, out: Path | None = None) -> Report:
     con = _connect(home)
     images, skipped, sections = {}, [], []
     try:
-        for name, (fn, title) in FIGURES.items():
+        from ingest.report.propme_analyses import PROPME_FIGURES, propme_tables_html
+
+        for name, (fn, title) in {**FIGURES, **PROPME_FIGURES}.items():
             png = out / f"{name}.png"
             try:
                 drawn = fn(con, png)
@@ -68,6 +70,7 @@ def build_report(home: Path, out: Path | None = None) -> Report:
                 skipped.append(f"{name}: no data")
         tables = (f"<h2>Headline metrics</h2>{_table(con, HEADLINE_SQL)}"
                   f"<h2>Propensity</h2>{_table(con, PROPENSITY_SQL)}")
+        tables += propme_tables_html(con)  # wide tables, chance level, source duplication, glossary
         from ingest.report.tables import table2_html
 
         tables += table2_html(con)  # models x estimators, overlap accuracy

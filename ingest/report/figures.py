@@ -54,8 +54,15 @@ def _bars(ax, got: dict, groups: list, value: str, offset: float, width: float, 
     """One series of bars at `groups` (+ offset) with bootstrap intervals; `got` maps a group to its row."""
     v, err = _errbars([got.get(g, {}).get(value) for g in groups], [got.get(g, {}).get("ci_low") for g in groups],
                       [got.get(g, {}).get("ci_high") for g in groups])
-    ax.bar(np.arange(len(groups)) + offset, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3,
-           label=label)
+    bars = ax.bar(np.arange(len(groups)) + offset, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3,
+                  label=label)
+    from ingest.report.propme_analyses import label_bars, short_runs  # every bar names the run it shows
+
+    runs = [got.get(g, {}).get("run_id") or got.get(g, {}).get("propensity_run_id") for g in groups]
+    short = short_runs(r for r in runs if r)  # without the prefix the series' runs share
+    label_bars(ax, bars, [short.get(r, "") if r else "" for r in runs], [got.get(g, {}).get("ci_high") for g in groups],
+               fontsize=6)
+    ax.margins(y=0.45)
 
 
 def _save(fig, path: Path) -> bool:
@@ -100,7 +107,7 @@ def propensity(con, path: Path) -> bool:
     for j, m in enumerate(metrics):
         _bars(ax, {r[key]: r for r in rows if r["metric"] == m}, settings, "pm", (j - 1) * width, width, m.upper())
     ax.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="neutral (0.5)")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.3)  # room for the run labels above the bars
     ax.set_xticks(np.arange(len(settings)), settings, rotation=20, ha="right")
     ax.set_ylabel("PM = f_p / (f_p + f_c)")
     ax.set_title("Memorization propensity vs the prefix attack")
@@ -138,7 +145,11 @@ def duplication(con, path: Path) -> bool:
     bottom = np.zeros(len(settings))
     for i, label in enumerate(["occurs once", "< 10 times", ">= 10 times"]):
         vals = np.array([agg[s][i] / max(1, sum(agg[s])) for s in settings])
-        ax.bar(settings, vals, bottom=bottom, label=label)
+        bars = ax.bar(settings, vals, bottom=bottom, label=label)
+        for bar, s in zip(bars, settings):  # the count behind each share
+            if agg[s][i]:
+                ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"n={agg[s][i]}",
+                        ha="center", va="center", fontsize=7)
         bottom += vals
     ax.set_ylabel("share of long (>= 50-token) spans")
     ax.set_title("How often do reproduced long spans occur in the training corpus?")

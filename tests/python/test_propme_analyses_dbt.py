@@ -233,3 +233,21 @@ def test_source_duplication_matches_the_oracle(built: Path) -> None:
     assert close(got[("r_pre", "once")]["te"], 0.5) and close(got[("r_pre", "10-99")]["te"], 1.0)
     assert close(got[("r_pre", "100+")]["te"], 0.0) and got[("r_pre", "100+")]["median_source_count"] == 250
     assert close(got[("r2_pre", "not_found_whole")]["te"], 1.0)
+
+
+def test_report_shows_the_analyses(built: Path, tmp_path) -> None:
+    from ingest.report.build import build_report
+
+    report = build_report(built, tmp_path / "report")
+    page = report.html.read_text()
+    for name in ("cumulative_filters", "source_duplication", "chance_level"):
+        assert name in report.images and report.images[name].stat().st_size > 0, report.skipped
+    for title in ("Metrics: settings x metrics", "Propensity: models x settings", "Chance level",
+                  "Targeted extraction by duplication", "Differences between prompt-free runs", "Glossary"):
+        assert title in page
+    # the wide table's cell for r_pre FMR is fct_setting_metrics' value with its interval
+    r = rows(built, "select value, ci_low, ci_high from fct_setting_metrics where run_id = 'r_pre' and metric = 'fmr'")[0]
+    assert f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" in page
+    # the source-duplication row of r_pre's once bucket: 1 of 2 samples
+    assert "<td>once</td><td>1</td><td>1 / 2</td>" in page
+    assert "<td>r50_lt10</td>" in page and "<td>chance level</td>" in page  # glossary: catalog + analyses

@@ -1,5 +1,5 @@
--- One row per (prompted run, tracing pass): how long the matches of the run's prompts themselves are (the
--- prompts are not training text, so their matches are chance level) beside the run's own ALS and R20/R50.
+-- One row per (run whose prompts have text, tracing pass): how long the matches of its prompts themselves are
+-- (prompts are not training text, so their matches are chance level) beside the run's own ALS and R20/R50.
 with
 
 params as (
@@ -20,6 +20,12 @@ generations as (
 
 ),
 
+prompts as (
+
+    select * from {{ ref('stg_prompts') }}
+
+),
+
 prompt_traces as (
 
     select * from {{ ref('int_prompt_traces') }}
@@ -35,10 +41,11 @@ setting_metrics as (
 run_prompts as (
 
     select distinct
-        run_id,
-        prompt_id
+        generations.run_id,
+        generations.prompt_id
     from generations
-    where prompt_id is not null
+    inner join prompts on generations.prompt_id = prompts.prompt_id
+    where prompts.text is not null and prompts.text <> ''
 
 ),
 

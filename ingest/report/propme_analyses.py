@@ -1,0 +1,271 @@
+"""The report's PropMe analyses: the papers' wide tables (settings x metrics with intervals; models x settings
+for PM), a metric glossary, and the figures of the further analyses (cumulative filters, targeted extraction
+by source duplication, chance level), every bar labelled with the run it shows.
+
+Each figure takes a read-only DuckDB connection and a path and returns False when its mart has no rows; each
+table returns HTML (a note instead of a crash when a mart is missing), like `ingest.report.figures`."""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ingest.report.figures import _order, _rows, _save, plt
+
+WIDE_METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50", "te")
+PM_METRICS = ("fmr", "nvr", "r50", "fmr50")
+STEP_NAMES = {1: "none", 2: "+ degenerate", 3: "+ code-like", 4: "+ repetition loops", 5: "+ rare spans"}
+
+# The analyses' glossary beside the metric catalog (int_metric_definitions): name -> what it is.
+ANALYSES_GLOSSARY = [
+    ("PM", "propensity: f_p / (f_p + f_c), a metric in a non-adversarial setting against the prefix attack on "
+           "the same model and corpus; 0.5 = as much as the attack, 0 when f_p = 0"),
+    ("interval", "95% percentile bootstrap over prompts (with all their samples) or, without prompts, over "
+                 "generations; [0, 3/n] (rule of three) when a proportion has no event"),
+    ("cumulative filters", "each metric after none, + degenerate generations removed, + code-like removed, "
+                           "+ repetition-loop spans ignored, + only spans occurring < 10 times counted"),
+    ("chance level", "the longest spans the prompt texts themselves match (they are not training text)"),
+    ("source duplication", "how often a prefix prompt's source sequence (prompt + true continuation) occurs "
+                           "in the corpus: once, 2-9, 10-99, 100+"),
+    ("independent difference", "metric(run a) - metric(run b) for prompt-free runs, each run resampled on its "
+                               "own (no prompts pair them); significant when the interval excludes 0"),
+]
+
+
+def short_runs(run_ids) -> dict[str, str]:
+    """Each run id without the prefix all of them share (the sandbox's 'sandbox-tiny-'), for bar labels."""
+    ids = sorted({r for r in run_ids if r})
+    common = os.path.commonprefix(ids) if len(ids) > 1 else ""
+    common = common[:common.rfind("-") + 1] if "-" in common else ""
+    return {r: (r[len(common):] or r) for r in ids}
+
+
+def label_bars(ax, bars, labels, tops=None, fontsize: int = 7, rotation: int = 90) -> None:
+    """Write each bar's label (its run, and a count) just above the bar or its interval (`tops`: the upper
+    ends of the error bars), rotated by default so that long run ids fit between neighbours."""
+    tops = [None] * len(labels) if tops is None else list(tops)
+    for bar, label, top in zip(bars, labels, tops):
+        if not label:
+            continue
+        y = bar.get_y() + bar.get_height()
+        y = y if top is None or not np.isfinite(top) else max(y, float(top))
+        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, y), xytext=(0, 3), textcoords="offset points",
+                    ha="center", va="bottom", rotation=rotation, fontsize=fontsize)
+
+
+def _fmt(v, lo=None, hi=None, digits: int = 3) -> str:
+    if v is None:
+        return ""
+    s = f"{float(v):.{digits}f}"
+    if lo is not None and hi is not None:
+        s += f" [{float(lo):.{digits}f}, {float(hi):.{digits}f}]"
+    return s
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    b = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
+
+
+def _guard(title: str, fn) -> str:
+    try:
+        body = fn()
+    except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+        body = f"<p><em>not available: {html.escape(str(e).splitlines()[0])}</em></p>"
+    return f"<h2>{html.escape(title)}</h2>{body or '<p><em>no rows</em></p>'}"
+
+
+# ------------------------------------------------------------------------------------------------ tables
+def settings_by_metrics(con) -> str:
+    """Settings x metrics, one block per model: value [ci_low, ci_high] of each run (the papers' Table 18)."""
+    rows = _rows(con, "select run_id, model_name, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
+                      f"where metric in ({', '.join(repr(m) for m in WIDE_METRICS)})")
+    if not rows:
+        return ""
+    cells: dict[tuple, dict[str, str]] = {}
+    for r in rows:
+        cells.setdefault((r["model_name"], r["setting"], r["run_id"]), {})[r["metric"]] = _fmt(
+            r["value"], r["ci_low"], r["ci_high"])
+    order = {s: i for i, s in enumerate(_order({k[1] for k in cells}))}
+    keys = sorted(cells, key=lambda k: (k[0] or "", order.get(k[1], 99), k[2]))
+    body = [[k[0] or "", k[1], k[2], *[cells[k].get(m, "") for m in WIDE_METRICS]] for k in keys]
+    return _html_table(["model", "setting", "run", *[m.upper() for m in WIDE_METRICS]], body)
+
+
+def models_by_settings_pm(con) -> str:
+    """Models x settings of PM with intervals, one table per metric (the papers' Table 19)."""
+    rows = _rows(con, "select coalesce(n.model_name, p.model) as model, p.propensity_setting, p.propensity_run_id, "
+                      "p.metric, p.pm, p.ci_low, p.ci_high from fct_propensity as p left join (select distinct "
+                      "run_id, model_name from fct_setting_metrics) as n on p.propensity_run_id = n.run_id "
+                      f"where p.metric in ({', '.join(repr(m) for m in PM_METRICS)})")
+    if not rows:
+        return ""
+    settings = _order({r["propensity_setting"] for r in rows})
+    out = []
+    for metric in PM_METRICS:
+        mine = [r for r in rows if r["metric"] == metric]
+        if not mine:
+            continue
+        by_model: dict[str, dict[str, list[str]]] = {}
+        for r in mine:
+            cell = _fmt(r["pm"], r["ci_low"], r["ci_high"]) or "n/a"
+            by_model.setdefault(r["model"], {}).setdefault(r["propensity_setting"], []).append(
+                f"{cell} ({r['propensity_run_id']})" if len({x['propensity_run_id'] for x in mine
+                                                              if x['model'] == r['model']
+                                                              and x['propensity_setting'] == r['propensity_setting']}) > 1
+                else cell)
+        body = [[m, *["; ".join(by_model[m].get(s, [])) for s in settings]] for m in sorted(by_model)]
+        out.append(f"<h3>PM<sub>{html.escape(metric.upper())}</sub></h3>" + _html_table(["model", *settings], body))
+    return "".join(out)
+
+
+def glossary(con) -> str:
+    rows = _rows(con, "select metric, description from int_metric_definitions order by metric")
+    body = [[r["metric"], r["description"]] for r in rows] + [[n, d] for n, d in ANALYSES_GLOSSARY]
+    return _html_table(["name", "definition"], body)
+
+
+def chance_level_table(con) -> str:
+    rows = _rows(con, "select model_name, setting, run_id, n_prompts_traced, prompt_als, prompt_max_span, "
+                      "prompt_r20, run_als, run_r20, prompt_als_share, null_reason from fct_chance_level")
+    order = {s: i for i, s in enumerate(_order({r["setting"] for r in rows}))}
+    rows.sort(key=lambda r: (r["model_name"] or "", order.get(r["setting"], 99), r["run_id"]))
+    return _html_table(["model", "setting", "run", "prompts traced", "prompt ALS", "longest prompt span",
+                        "prompts with >= 20-token span", "run ALS", "run R20", "prompt ALS / run ALS", "note"],
+                       [[r["model_name"] or "", r["setting"], r["run_id"], str(r["n_prompts_traced"]),
+                         _fmt(r["prompt_als"], digits=2), "" if r["prompt_max_span"] is None else str(r["prompt_max_span"]),
+                         _fmt(r["prompt_r20"]), _fmt(r["run_als"], digits=2), _fmt(r["run_r20"]),
+                         _fmt(r["prompt_als_share"]), r["null_reason"] or ""] for r in rows]) if rows else ""
+
+
+def source_duplication_table(con) -> str:
+    rows = _rows(con, "select model_name, run_id, bucket, n_prompts, n_hits, n_eligible, te, ci_low, ci_high, "
+                      "null_reason from fct_source_duplication order by model_name, run_id, bucket_order")
+    return _html_table(["model", "run", "source occurs", "prompts", "samples reproducing / samples", "TE [95% CI]",
+                        "note"],
+                       [[r["model_name"] or "", r["run_id"], r["bucket"], str(r["n_prompts"]),
+                         f"{r['n_hits']} / {r['n_eligible']}", _fmt(r["te"], r["ci_low"], r["ci_high"]),
+                         r["null_reason"] or ""] for r in rows]) if rows else ""
+
+
+def independent_differences_table(con) -> str:
+    rows = _rows(con, "select setting, run_a, run_b, metric, diff, ci_low, ci_high, significant, null_reason "
+                      "from fct_independent_run_differences where metric in ('fmr', 'fmr50', 'als', 'nvr', 'r50') "
+                      "order by setting, run_a, run_b, metric")
+    return _html_table(["setting", "run a", "run b", "metric", "a - b [95% CI]", "significant", "note"],
+                       [[r["setting"], r["run_a"], r["run_b"], r["metric"], _fmt(r["diff"], r["ci_low"], r["ci_high"], 4),
+                         "" if r["significant"] is None else ("yes" if r["significant"] else "no"),
+                         r["null_reason"] or ""] for r in rows]) if rows else ""
+
+
+def propme_tables_html(con) -> str:
+    """Every PropMe table of the report, in reading order."""
+    return "".join([
+        _guard("Metrics: settings x metrics (95% bootstrap intervals)", lambda: settings_by_metrics(con)),
+        _guard("Propensity: models x settings (95% bootstrap intervals)", lambda: models_by_settings_pm(con)),
+        _guard("Chance level: matches of the prompts themselves", lambda: chance_level_table(con)),
+        _guard("Targeted extraction by duplication of the source sequence", lambda: source_duplication_table(con)),
+        _guard("Differences between prompt-free runs (independent bootstrap)",
+               lambda: independent_differences_table(con)),
+        _guard("Glossary", lambda: glossary(con)),
+    ])
+
+
+# ----------------------------------------------------------------------------------------------- figures
+def cumulative_filters(con, path: Path) -> bool:
+    """PM of FMR, NVR, R50 after each cumulative filter, one panel per propensity run (the paper's filter
+    figure); runs without a PM (no prefix run) show the metric itself."""
+    rows = _rows(con, "select run_id, model, setting, metric, step, value, ci_low, ci_high, pm, pm_ci_low, "
+                      "pm_ci_high from fct_cumulative_filters where metric in ('fmr', 'nvr', 'r50') "
+                      "and setting_kind = 'propensity' and pm is not null")
+    if not rows:
+        return False
+    runs = sorted({r["run_id"] for r in rows}, key=lambda x: (_order([next(r["setting"] for r in rows
+                                                                            if r["run_id"] == x)]), x))
+    labels = short_runs(runs)
+    fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.8), squeeze=False, sharey=True)
+    metrics = ("fmr", "nvr", "r50")
+    width = 0.8 / len(metrics)
+    for ax, run in zip(axes[0], runs):
+        for j, m in enumerate(metrics):
+            got = {r["step"]: r for r in rows if r["run_id"] == run and r["metric"] == m}
+            v = np.array([np.nan if got.get(s, {}).get("pm") is None else got[s]["pm"] for s in STEP_NAMES], float)
+            lo = np.array([np.nan if got.get(s, {}).get("pm_ci_low") is None else got[s]["pm_ci_low"]
+                           for s in STEP_NAMES], float)
+            hi = np.array([np.nan if got.get(s, {}).get("pm_ci_high") is None else got[s]["pm_ci_high"]
+                           for s in STEP_NAMES], float)
+            err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
+            ax.bar(np.arange(len(STEP_NAMES)) + (j - 1) * width, np.nan_to_num(v), width, yerr=err, capsize=2,
+                   label=f"PM {m.upper()}")
+        ax.axhline(0.5, color="grey", linestyle="--", linewidth=1)
+        ax.set_ylim(0, 1.05)
+        ax.set_xticks(np.arange(len(STEP_NAMES)), list(STEP_NAMES.values()), rotation=35, ha="right", fontsize=8)
+        ax.set_title(f"run {labels[run]}", fontsize=9)
+    axes[0, 0].set_ylabel("PM against the prefix run")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle("Propensity as filters are applied one after another (95% intervals; 0.5 = neutral)")
+    return _save(fig, path)
+
+
+def source_duplication(con, path: Path) -> bool:
+    """Targeted extraction by how often the source sequence occurs; every bar labelled with its run and the
+    number of prompts behind it."""
+    rows = _rows(con, "select run_id, bucket, bucket_order, n_prompts, te, ci_low, ci_high "
+                      "from fct_source_duplication where te is not null order by bucket_order")
+    if not rows:
+        return False
+    buckets = [b for _, b in sorted({(r["bucket_order"], r["bucket"]) for r in rows})]
+    runs = sorted({r["run_id"] for r in rows})
+    labels = short_runs(runs)
+    width = 0.8 / len(runs)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for j, run in enumerate(runs):
+        got = {r["bucket"]: r for r in rows if r["run_id"] == run}
+        v = np.array([got[b]["te"] if b in got else np.nan for b in buckets], float)
+        lo = np.array([got[b]["ci_low"] if b in got else np.nan for b in buckets], float)
+        hi = np.array([got[b]["ci_high"] if b in got else np.nan for b in buckets], float)
+        err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
+        bars = ax.bar(np.arange(len(buckets)) + (j - (len(runs) - 1) / 2) * width, np.nan_to_num(v), width,
+                      yerr=err, capsize=3, label=labels[run])
+        label_bars(ax, bars, [f"{labels[run]}\nn={got[b]['n_prompts']}" if b in got else "" for b in buckets], hi,
+                   rotation=0)
+    ax.set_xticks(np.arange(len(buckets)), [f"{b}" for b in buckets])
+    ax.set_xlabel("occurrences of the source sequence (prompt + true continuation) in the corpus")
+    ax.set_ylabel("targeted extraction rate")
+    ax.set_ylim(0, 1.3)
+    ax.set_title("Targeted extraction against duplication of the source (n = prompts)")
+    ax.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)
+
+
+def chance_level(con, path: Path) -> bool:
+    """The prompts' own mean longest span beside each run's ALS, bars labelled by run."""
+    rows = _rows(con, "select run_id, setting, prompt_als, run_als from fct_chance_level where prompt_als is not null")
+    if not rows:
+        return False
+    order = {s: i for i, s in enumerate(_order({r["setting"] for r in rows}))}
+    rows.sort(key=lambda r: (order.get(r["setting"], 99), r["run_id"]))
+    labels = short_runs([r["run_id"] for r in rows])
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    b1 = ax.bar(x - 0.2, [r["prompt_als"] or 0 for r in rows], 0.4, label="prompt text alone (chance level)")
+    b2 = ax.bar(x + 0.2, [r["run_als"] or 0 for r in rows], 0.4, label="generations (run ALS)")
+    label_bars(ax, b1, [labels[r["run_id"]] for r in rows])
+    label_bars(ax, b2, [labels[r["run_id"]] for r in rows])
+    ax.set_xticks(x, [r["setting"] for r in rows], rotation=20, ha="right")
+    ax.set_ylabel("mean longest matching span (tokens)")
+    ax.set_ylim(0, max([r["prompt_als"] or 0 for r in rows] + [r["run_als"] or 0 for r in rows] + [1]) * 1.35)
+    ax.set_title("Chance level: what the prompts match on their own")
+    ax.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)
+
+
+PROPME_FIGURES = {
+    "cumulative_filters": (cumulative_filters, "Propensity as filters are applied one after another"),
+    "source_duplication": (source_duplication, "Targeted extraction by duplication of the source"),
+    "chance_level": (chance_level, "Chance level: matches of the prompts themselves"),
+}
