@@ -705,6 +705,38 @@ class IndexEngine:
                         best = n // w
         return best
 
+    def longest_matches_bytes(self, qbytes: bytes) -> tuple[list[int], tuple[int, int, int, int],
+                                                            dict[int, list[int | None]]] | None:
+        """`ingest.trace.matching.longest_matches` of a whole token sequence (byte form) in one compiled,
+        GIL-free call: (n(b) for every start, (starts, skipped_by_bound, probes, full_lookups), per-shard
+        insertion ranks of every start that had a full lookup). None when the compiled searches are off:
+        the caller then runs the Python loop over `occurs_bytes` / `longest_prefix_bytes` (same answers)."""
+        k = self._kernels()
+        if k is None:
+            return None
+        import numpy as np
+
+        w, n_shards = self.width, self.num_shards
+        L = len(qbytes) // w
+        flo = np.empty((L, n_shards), dtype=np.int64)
+        fhi = np.empty((L, n_shards), dtype=np.int64)
+        for b in range(L):
+            segs = self._first_ranges(qbytes[b * w:(b + 1) * w])
+            for s, (lo, hi) in enumerate(segs):
+                flo[b, s] = lo
+                fhi[b, s] = hi
+        maps = [self._maps_for(s) for s in range(n_shards)]
+        out = np.zeros(L, dtype=np.int64)
+        hints = np.full((L, n_shards), -1, dtype=np.int64)
+        looked = np.zeros(L, dtype=np.bool_)
+        stats = np.zeros(4, dtype=np.int64)
+        if L:
+            k.longest_matches(tuple(m.tk for m in maps), tuple(m.tb for m in maps),
+                              np.array([m.ptr_size for m in maps], dtype=np.int64), _np_bytes(qbytes), w,
+                              flo, fhi, out, hints, looked, stats)
+        found = {int(b): [None if x < 0 else int(x) for x in hints[b].tolist()] for b in np.flatnonzero(looked)}
+        return out.tolist(), tuple(int(x) for x in stats), found
+
     # ------------------------------------------------------------------ documents
 
     def _record(self, shard: int, raw: Any, rank: int | None, ptr: int | None) -> DocRecord:

@@ -135,7 +135,102 @@ def longest_prefix(toks: Any, table: Any, ps: int, q: Any, lo: int, hi: int) -> 
     return r, best
 
 
-PYTHON_KERNELS = {f.__name__: f for f in (bound, bound_near, find_range, occurs, longest_prefix)}
+def _occurs_all(toks: Any, tables: Any, pss: Any, q: Any, b: int, e: int, w: int, flo: Any, fhi: Any) -> bool:
+    """tokens[b:e] of the generation occur in some shard (`IndexEngine.occurs_bytes`)."""
+    sub = q[b * w:e * w]
+    for s in range(flo.shape[1]):
+        lo = flo[b, s]
+        hi = fhi[b, s]
+        if lo == hi:
+            continue
+        if e - b == 1:
+            return True
+        if occurs(toks[s], tables[s], pss[s], sub, lo, hi):
+            return True
+    return False
+
+
+def _longest_all(toks: Any, tables: Any, pss: Any, q: Any, b: int, w: int, flo: Any, fhi: Any, hints: Any) -> int:
+    """n(b) from a full lookup of tokens[b:] (`IndexEngine.longest_prefix_bytes`); hints[b, s] receives the
+    insertion rank found in shard s (-1 where no search ran, None in the Python version)."""
+    sub = q[b * w:]
+    nb = sub.shape[0]
+    best = 0
+    for s in range(flo.shape[1]):
+        hints[b, s] = -1
+    for s in range(flo.shape[1]):
+        lo = flo[b, s]
+        hi = fhi[b, s]
+        if lo == hi:
+            continue
+        if nb == w:
+            return 1
+        r, n = longest_prefix(toks[s], tables[s], pss[s], sub, lo, hi)
+        hints[b, s] = r
+        if n == nb:
+            return nb // w
+        if n // w > best:
+            best = n // w
+    return best
+
+
+def longest_matches(toks: Any, tables: Any, pss: Any, q: Any, w: int, flo: Any, fhi: Any,
+                    out: Any, hints: Any, looked: Any, stats: Any) -> None:
+    """`ingest.trace.matching.longest_matches` in one compiled call, on every shard at once: `toks` and
+    `tables` are tuples (one array per shard), `pss` the pointer widths, `q` the generation's bytes,
+    flo/fhi[b, s] the first-token range of start b in shard s. Fills out[b] = n(b), hints[b, :] and
+    looked[b] (a full lookup ran at b) and adds (starts, skipped_by_bound, probes, full_lookups) to
+    `stats`. Same algorithm, step by step, as the Python version (whose docstring explains it)."""
+    L = out.shape[0]
+    b = 0
+    lb = 0
+    while b < L:
+        if b + lb >= L:
+            for k in range(b, L):
+                out[k] = L - k
+            stats[0] += L - b
+            stats[1] += L - b
+            break
+        stats[0] += 1
+        stats[3] += 1
+        n = max(lb, _longest_all(toks, tables, pss, q, b, w, flo, fhi, hints))
+        looked[b] = True
+        out[b] = n
+        m = b + n
+        if m >= L or n == 0:
+            lb = max(n - 1, 0)
+            b += 1
+            continue
+        lo = b + 1
+        hi = m
+        step = 1
+        while True:
+            k = m - step
+            if k <= b:
+                break
+            stats[2] += 1
+            if _occurs_all(toks, tables, pss, q, k, m + 1, w, flo, fhi):
+                hi = k
+                step *= 2
+            else:
+                lo = k + 1
+                break
+        while lo < hi:
+            mid = (lo + hi) // 2
+            stats[2] += 1
+            if _occurs_all(toks, tables, pss, q, mid, m + 1, w, flo, fhi):
+                hi = mid
+            else:
+                lo = mid + 1
+        for k in range(b + 1, hi):
+            out[k] = m - k
+        stats[0] += hi - b - 1
+        stats[1] += hi - b - 1
+        lb = m - hi + 1 if hi < m else 0
+        b = hi
+
+
+PYTHON_KERNELS = {f.__name__: f for f in (bound, bound_near, find_range, occurs, longest_prefix, longest_matches)}
 
 if njit is not None:
     try:
@@ -148,6 +243,9 @@ if njit is not None:
         find_range = _jit(find_range)
         occurs = _jit(occurs)
         longest_prefix = _jit(longest_prefix)
+        _occurs_all = _jit(_occurs_all)
+        _longest_all = _jit(_longest_all)
+        longest_matches = _jit(longest_matches)
     except Exception as e:  # pragma: no cover - platform dependent
         njit = None
         _LOAD_ERROR = f"{type(e).__name__}: {e}"

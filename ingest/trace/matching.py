@@ -12,7 +12,8 @@ n(k) = m - k without a lookup of its own, and it gets a full lookup with the low
 bound reaches the end of the text no lookup is needed at all. Results equal the brute-force definition
 count(s[b:b+n]) > 0 and count(s[b:b+n+1]) == 0.
 
-With an `IndexEngine` the lookups run on its byte-level binary searches (`occurs_bytes`,
+With an `IndexEngine` the whole loop below runs compiled in one call (`longest_matches_bytes`, numba, GIL
+released, same steps); without numba, on its byte-level binary searches (`occurs_bytes`,
 `longest_prefix_bytes`: no engine threads, the query converted once); any other engine with `count`, `find`,
 `tok_cnt` and `lcp_at_rank` works through those.
 """
@@ -63,6 +64,17 @@ def longest_matches(engine, ids: Sequence[int], stats: LookupStats | None = None
     st = stats or LookupStats()
     if not L:
         return out
+    if all(hasattr(engine, a) for a in ("ids_bytes", "occurs_bytes", "longest_matches_bytes")):
+        done = engine.longest_matches_bytes(engine.ids_bytes(ids))  # compiled, one call; None if unavailable
+        if done is not None:
+            out, (starts, skipped, probes, full), found = done
+            st.starts += starts
+            st.skipped_by_bound += skipped
+            st.probes += probes
+            st.full_lookups += full
+            if hints is not None:
+                hints.update(found)
+            return out
     occurs, longest = _lookups(engine, ids, hints)
     b, lb = 0, 0  # lb: a lower bound of n(b)
     while b < L:

@@ -5,7 +5,8 @@ the definition itself: the lower (upper) bound of q in [lo, hi) is the first ran
 len(q) bytes, is not < q (not <= q); q occurs when some suffix starts with it; the longest prefix is the
 longest common prefix with *any* suffix. Token widths 1, 2 (u16) and 4 (u32), pointers of the natural
 width and of 5 bytes, empty ranges, empty queries and queries longer than the whole file. Then the engine's
-pure-Python fallback against its compiled path on a real index.
+pure-Python fallback against its compiled path on a real index, and the compiled per-generation loop
+(`longest_matches_bytes`) against the Python loop and the definition of n(b) (C++ counts).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def test_bounds_equal_brute_force(w, ps) -> None:
 def test_kernels_release_the_gil() -> None:
     assert sa_search.available(), sa_search.load_error()
     for f in (sa_search.bound, sa_search.bound_near, sa_search.find_range, sa_search.occurs,
-              sa_search.longest_prefix):
+              sa_search.longest_prefix, sa_search.longest_matches):
         assert f.targetoptions.get("nogil") is True, f
 
 
@@ -133,4 +134,16 @@ def test_engine_fallback_equals_compiled(spec, tmp_path) -> None:
         for k in range(1, len(qb) // eng.width + 1):
             pb = qb[:k * eng.width]
             assert eng.find_bytes(pb) == slow.find_bytes(pb) == eng.find_bytes(pb, h1)
+    # the whole per-generation loop, compiled in one call, against the Python loop and the definition
+    from ingest.trace.matching import LookupStats, longest_matches
+
+    for i in range(12):
+        ids = tok.encode(" ".join(rng.choice(texts).split(" ")[:30]) + " zq " + rng.choice(texts))
+        st1, st2, h1, h2 = LookupStats(), LookupStats(), {}, {}
+        n = longest_matches(eng, ids, st1, h1)
+        assert n == longest_matches(slow, ids, st2, h2)
+        assert st1 == st2 and h1 == h2
+        for b in range(len(ids)):  # n(b): tokens[b:b+n] occurs, tokens[b:b+n+1] does not (C++ counts)
+            assert n[b] == 0 or eng.count(ids[b:b + n[b]]) > 0
+            assert b + n[b] == len(ids) or eng.count(ids[b:b + n[b] + 1]) == 0
     assert eng.compiled_search is True and slow.compiled_search is False
