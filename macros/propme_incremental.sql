@@ -1,3 +1,5 @@
+-- noqa: disable=LT02
+-- (sqlfluff lays out the rendered macros as one statement: their indents follow the models that call them)
 {#
   Incremental PropMe models (int_generation_text_checks, int_span_loops, int_generation_facts).
 

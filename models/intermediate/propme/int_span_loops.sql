@@ -28,7 +28,7 @@ long_spans as (
 
     select * from inputs
     {{ propme_rows_to_compute('inputs', ['span_id']) }}
-    order by inputs.length
+    order by length
 
 ),
 
