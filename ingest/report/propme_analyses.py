@@ -30,6 +30,8 @@ ANALYSES_GLOSSARY = [
     ("chance level", "the longest spans the prompt texts themselves match (they are not training text)"),
     ("source duplication", "how often a prefix prompt's source sequence (prompt + true continuation) occurs "
                            "in the corpus: once, 2-9, 10-99, 100+"),
+    ("long-match category", "code, licence/boilerplate, documentation, prose or other: the domain of the "
+                            "documents a >= 20-token span was found in, else rules on its text"),
     ("independent difference", "metric(run a) - metric(run b) for prompt-free runs, each run resampled on its "
                                "own (no prompts pair them); significant when the interval excludes 0"),
 ]
@@ -162,6 +164,21 @@ def independent_differences_table(con) -> str:
                          r["null_reason"] or ""] for r in rows]) if rows else ""
 
 
+def long_match_categories_table(con) -> str:
+    """Runs x categories of long matches: count (share), the papers' content analysis by rule."""
+    rows = _rows(con, "select run_id, setting, category, n_generations, share_of_long_matches "
+                      "from fct_long_match_categories")
+    if not rows:
+        return ""
+    cats = ["code", "licence_boilerplate", "documentation", "prose", "other"]
+    order = {s: i for i, s in enumerate(_order({r["setting"] for r in rows}))}
+    runs = sorted({(r["setting"], r["run_id"]) for r in rows}, key=lambda k: (order.get(k[0], 99), k[1]))
+    cell = {(r["run_id"], r["category"]): f"{r['n_generations']} ({100 * r['share_of_long_matches']:.0f}%)"
+            for r in rows}
+    return _html_table(["setting", "run", *cats], [[s, run, *[cell.get((run, c), "") for c in cats]]
+                                                   for s, run in runs])
+
+
 def propme_tables_html(con) -> str:
     """Every PropMe table of the report, in reading order."""
     return "".join([
@@ -169,6 +186,7 @@ def propme_tables_html(con) -> str:
         _guard("Propensity: models x settings (95% bootstrap intervals)", lambda: models_by_settings_pm(con)),
         _guard("Chance level: matches of the prompts themselves", lambda: chance_level_table(con)),
         _guard("Targeted extraction by duplication of the source sequence", lambda: source_duplication_table(con)),
+        _guard("What long matches are (>= 20-token spans, by category)", lambda: long_match_categories_table(con)),
         _guard("Differences between prompt-free runs (independent bootstrap)",
                lambda: independent_differences_table(con)),
         _guard("Glossary", lambda: glossary(con)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ from ingest.lake import Lake
 pytestmark = pytest.mark.slow
 
 MODELS = ["+fct_cumulative_filters", "+fct_independent_run_differences", "+fct_chance_level", "+fct_source_duplication",
-          "stg_corpora"]
+          "+fct_long_match_categories", "stg_corpora"]
 # traced prompts (lmaudit trace --prompts): id -> (text it was traced from, [(span length, is_full, count)])
 PROMPT_TRACES = {
     "prompt:p1": ("p1", [(3, False, 50)]),
@@ -242,7 +243,7 @@ def test_report_shows_the_analyses(built: Path, tmp_path) -> None:
     page = report.html.read_text()
     for name in ("cumulative_filters", "source_duplication", "chance_level"):
         assert name in report.images and report.images[name].stat().st_size > 0, report.skipped
-    for title in ("Metrics: settings x metrics", "Propensity: models x settings", "Chance level",
+    for title in ("Metrics: settings x metrics", "Propensity: models x settings", "Chance level", "What long matches are",
                   "Targeted extraction by duplication", "Differences between prompt-free runs", "Glossary"):
         assert title in page
     # the wide table's cell for r_pre FMR is fct_setting_metrics' value with its interval
@@ -251,3 +252,35 @@ def test_report_shows_the_analyses(built: Path, tmp_path) -> None:
     # the source-duplication row of r_pre's once bucket: 1 of 2 samples
     assert "<td>once</td><td>1</td><td>1 / 2</td>" in page
     assert "<td>r50_lt10</td>" in page and "<td>chance level</td>" in page  # glossary: catalog + analyses
+
+
+BOILERPLATE = re.compile(r"licen[cs]e|copyright|all rights reserved|permission is hereby granted|warranty|"
+                         r"terms and conditions|redistribution|cookie|privacy policy|subscribe")
+
+
+def test_long_match_categories_match_the_oracle(built: Path) -> None:
+    got = {(r["run_id"], r["category"]): r for r in rows(built, "select * from fct_long_match_categories")}
+    expected: dict[tuple[str, str], list[int]] = {}
+    for run_id, gens in GENS.items():
+        for g in gens:
+            long = [s for s in g.spans if s.end - s.start >= 20]
+            if g.trace is None or g.degenerate or not long:
+                continue
+            top = min(long, key=lambda s: (not s.is_full, -(s.end - s.start), s.start))
+            text = g.text if top.is_full else top.text
+            if _is_loop(text):  # every span here is >= 20 tokens, the loop test's minimum
+                category = "other"
+            elif BOILERPLATE.search(text.lower()):
+                category = "licence_boilerplate"
+            else:
+                category = "code" if g.code_like else "prose"
+            expected.setdefault((run_id, category), []).append(top.end - top.start)
+    assert set(got) == set(expected)
+    for key, lengths in expected.items():
+        r = got[key]
+        total = sum(len(v) for k, v in expected.items() if k[0] == key[0])
+        assert r["n_generations"] == len(lengths) and r["max_length"] == max(lengths), key
+        assert close(r["share_of_long_matches"], len(lengths) / total) and r["n_from_domain"] == 0
+    # hand values: the unconditional run's long matches are a licence, a loop and a prose full match
+    assert {k[1] for k in got if k[0] == "r_unc"} == {"licence_boilerplate", "other", "prose"}
+    assert got[("r_pre", "code")]["n_full_matches"] == 1  # import os / print(x): code-like, a full match

@@ -1,0 +1,142 @@
+-- One row per (generation, tracing pass) with a long match: its longest span of >= mid_span_tokens tokens
+-- and what it is (code, licence_boilerplate, documentation, prose, other), from the domain most of the
+-- span's retrieved documents carry, else from the span's text (docs/propme-analyses.md).
+with
+
+params as (
+
+    select * from {{ ref('int_propme_params') }}
+
+),
+
+facts as (
+
+    select * from {{ ref('int_generation_facts') }}
+
+),
+
+spans as (
+
+    select * from {{ ref('stg_spans') }}
+
+),
+
+span_documents as (
+
+    select * from {{ ref('stg_span_documents') }}
+
+),
+
+loop_spans as (
+
+    select * from {{ ref('int_span_loops') }}
+
+),
+
+longest as (
+
+    select
+        spans.span_id,
+        spans.trace_id,
+        spans.generation_id,
+        spans.length,
+        spans.is_full,
+        spans.text
+    from spans
+    cross join params
+    where spans.length >= params.mid_span_tokens
+    qualify row_number() over (
+        partition by spans.generation_id, spans.trace_id
+        order by spans.is_full desc, spans.length desc, spans.start_tok asc, spans.span_id asc
+    ) = 1
+
+),
+
+domain_votes as (
+
+    select
+        span_id,
+        lower(domain) as domain,
+        count(*) as n_docs
+    from span_documents
+    where domain is not null and domain <> ''
+    group by span_id, lower(domain)
+
+),
+
+top_domain as (
+
+    select
+        span_id,
+        domain
+    from domain_votes
+    qualify row_number() over (partition by span_id order by n_docs desc, domain asc) = 1
+
+),
+
+labelled as (
+
+    select
+        facts.run_id,
+        facts.trace_id,
+        facts.generation_id,
+        facts.setting,
+        longest.span_id,
+        longest.length,
+        longest.is_full,
+        coalesce(loop_spans.is_loop, false) as is_loop,
+        top_domain.domain,
+        facts.is_code_like,
+        longest.text,
+        regexp_matches(
+            lower(coalesce(longest.text, '')),
+            'licen[cs]e|copyright|all rights reserved|permission is hereby granted|warranty|'
+            || 'terms and conditions|redistribution|cookie|privacy policy|subscribe'
+        ) as boilerplate_words
+    from facts
+    inner join longest
+        on facts.generation_id = longest.generation_id and facts.trace_id = longest.trace_id
+    left join loop_spans on longest.span_id = loop_spans.span_id
+    left join top_domain on longest.span_id = top_domain.span_id
+    where facts.is_traced and not facts.is_degenerate
+
+),
+
+final as (
+
+    select
+        run_id,
+        trace_id,
+        generation_id,
+        setting,
+        span_id,
+        length,
+        is_full,
+        is_loop,
+        domain,
+        case
+            when domain is not null then 'document_domain'
+            else 'span_text'
+        end as category_source,
+        case
+            when is_loop then 'other'
+            when domain is not null and regexp_matches(domain, 'code|program|github|stack') then 'code'
+            when
+                domain is not null and regexp_matches(domain, 'licen|boilerplate|header|legal|template')
+                then 'licence_boilerplate'
+            when domain is not null and regexp_matches(domain, 'doc|manual|readme|tutorial') then 'documentation'
+            when
+                domain is not null
+                and regexp_matches(domain, 'prose|news|wiki|book|web|fiction|academic|paper|encyclop|forum')
+                then 'prose'
+            when domain is not null then 'other'
+            when boilerplate_words then 'licence_boilerplate'
+            when is_code_like then 'code'
+            else 'prose'
+        end as category,
+        text
+    from labelled
+
+)
+
+select * from final
