@@ -32,7 +32,9 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,6 +55,7 @@ HACK = 100_000  # bytes of overlap between suffix-array parts, as in infini_gram
 _MIN_PART_BYTES = 4 * HACK  # parts smaller than this break rust_indexing: tiny shards use one CPU
 _BATCH_CHARS = 1 << 20
 _BATCH_DOCS = 2048
+_ENCODE_AHEAD = 2  # batches encoding in background threads while one is written (`_encoded`)
 _UNIGRAM_FLOOR_MASS = 0.5  # unseen token: log(0.5 / n_tokens), i.e. half an occurrence
 # rust_indexing sizes its induced-sorting buckets by the whole alphabet: for u32 tokens that is 2^32 u64
 # counters (32 GiB) per make-part process, whatever the corpus size.
@@ -289,6 +292,30 @@ def _batched(docs: Iterable[Document]) -> Iterable[list[Document]]:
         yield batch
 
 
+def _encoded(docs: Iterable[Document], tok: Tokenizer) -> Iterator[tuple[list[Document], list[np.ndarray]]]:
+    """(batch, its token ids) in input order, with up to `ahead` batches encoding in background threads.
+
+    Why: `encode_batch` spreads one batch over the cores (Rust threads, GIL released) but a batch ends
+    with its longest documents running alone, and reading JSON and writing shard files run on one core
+    in between. Encoding the next batches while this thread reads and writes keeps every core busy (on 2
+    cores ~2x the tokens/s of one batch at a time); the output is the same, batch order being kept."""
+    ahead = _ENCODE_AHEAD
+    pending: deque[tuple[list[Document], Future]] = deque()
+    with ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="lmaudit-encode") as pool:
+        try:
+            for batch in _batched(docs):
+                pending.append((batch, pool.submit(tok.encode_batch, [d.text for d in batch])))
+                if len(pending) > ahead:
+                    done, fut = pending.popleft()
+                    yield done, fut.result()
+            while pending:
+                done, fut = pending.popleft()
+                yield done, fut.result()
+        finally:
+            for _, fut in pending:  # an error (or a closed generator): drop the queued work
+                fut.cancel()
+
+
 def _progress(enabled: bool):  # -> rich.progress.Progress
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
@@ -315,8 +342,7 @@ def _tokenize(files: list[Path], tok: Tokenizer, folder: Path, shards: int, text
                 rel = path.relative_to(root).as_posix()
                 n_file = 0
                 file_chars = 0
-                for batch in _batched(iter_file(path, text_field)):
-                    encoded = tok.encode_batch([d.text for d in batch])
+                for batch, encoded in _encoded(iter_file(path, text_field), tok):
                     per_shard: list[list[tuple[np.ndarray, bytes]]] = [[] for _ in range(shards)]
                     for d, ids in zip(batch, encoded):
                         if len(ids) and int(ids.max()) >= tok.separator_id:
