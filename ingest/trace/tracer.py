@@ -235,13 +235,16 @@ class Tracer:
 
     def _joins_word(self, left: int, right: int) -> bool:
         """True when the boundary between tokens `left` and `right` falls inside a word, or inside a character
-        spelled as several byte tokens (byte fallback, byte-level BPE: their partial text decodes to U+FFFD)."""
+        spelled as several byte tokens (byte fallback, byte-level BPE: their partial text decodes to U+FFFD).
+        U+FFFD on both sides may be one character cut in two, and next to a letter may be a letter: both join;
+        next to a space or punctuation it does not (`<0xA9>` then `▁très` is a word start)."""
         a, b = self._piece(left), self._piece(right)
         if not a or not b:
             return False
-        if a[-1] == "\ufffd" or b[0] == "\ufffd":
-            return True
-        return a[-1].isalnum() and b[0].isalnum()
+        x, y = a[-1], b[0]
+        if x == "\ufffd" or y == "\ufffd":
+            return (x == "\ufffd" or x.isalnum()) and (y == "\ufffd" or y.isalnum())
+        return x.isalnum() and y.isalnum()
 
     def _score(self, ids: Sequence[int]) -> float:
         lp = self.logprobs

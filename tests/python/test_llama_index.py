@@ -55,11 +55,14 @@ def test_verbatim_text_is_traced_at_full_length_in_index_tokens(llama) -> None:
     assert longest["length"] == n_index_tokens and longest["text"] == excerpt
 
 
-def test_text_mode_spans_start_and_end_on_word_boundaries(llama) -> None:
-    """With `▁` tokens a lone token decodes without its space; text mode must still see word starts."""
+@pytest.mark.parametrize("convention", ["Ġ", "▁"])
+def test_text_mode_spans_start_and_end_on_word_boundaries(llama, mini_stack, convention) -> None:
+    """Text mode against an index of each word-start convention: the model-tokenizer index (byte-level, `Ġ`)
+    and the llama-style one (`▁`, where a lone token decodes without its space)."""
+    index = mini_stack["index"] if convention == "Ġ" else llama["index"]
     doc = llama["docs"][-1]["text"]  # "The cat sat on the mat. " * 8
     gen = "zz" + doc[3:60] + "qq"  # cut mid-word at both ends, glued to letters the corpus lacks there
-    out = _tracer(llama["index"], "text").trace("g", gen)
+    out = _tracer(index, "text").trace("g", gen)
     assert out.spans, "text mode found no span (every boundary looked like the inside of a word)"
     for s in out.spans:
         text = s["text"].strip()
@@ -69,3 +72,26 @@ def test_text_mode_spans_start_and_end_on_word_boundaries(llama) -> None:
         assert not (after.isalnum() and text[-1].isalnum()), (text, after)
         assert re.fullmatch(r"[\w .]+", text)
     assert max(s["length"] for s in out.spans) >= 4
+
+
+def test_text_mode_never_cuts_inside_a_byte_spelled_character(tmp_path) -> None:
+    """Byte fallback spells `é` (C3 A9) and `©` (C2 A9) as two byte tokens each; a generation `©` followed by
+    corpus text matches the index from its continuation byte <0xA9> on. Mixed mode keeps that span (its text
+    starts with U+FFFD); text mode must not start a span inside the character."""
+    import json
+
+    from ingest.index import build_index
+
+    docs = ["Le café très bon est servi chaud ici. " * 6, "Un thé vert et une tarte aux pommes. " * 6]
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in docs))
+    tok = train_llama_style([d.replace("é", "e") for d in docs], 300, min_frequency=1)  # é: bytes only
+    assert tok.encode("é", add_special_tokens=False).tokens[-2:] == ["<0xC3>", "<0xA9>"]
+    tok_file = save_llama_style(tok, tmp_path / "tokenizer")
+    build_index([tmp_path / "corpus"], str(tok_file), tmp_path / "index", progress=False)
+    gen = "zz ©" + " très bon est servi chaud ici. Le caf"
+    mixed = _tracer(tmp_path / "index", "mixed").trace("g", gen)
+    assert any(s["text"].startswith("\ufffd") for s in mixed.spans), [s["text"] for s in mixed.spans]
+    text = _tracer(tmp_path / "index", "text").trace("g", gen)
+    assert text.spans and all("\ufffd" not in s["text"] for s in text.spans), [s["text"] for s in text.spans]
+    assert any("très bon est servi chaud ici." in s["text"] for s in text.spans), [s["text"] for s in text.spans]
