@@ -301,7 +301,8 @@ def _encoded(docs: Iterable[Document], tok: Tokenizer) -> Iterator[tuple[list[Do
     cores ~2x the tokens/s of one batch at a time); the output is the same, batch order being kept."""
     ahead = _ENCODE_AHEAD
     pending: deque[tuple[list[Document], Future]] = deque()
-    with ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="lmaudit-encode") as pool:
+    # ahead = 0: each batch encoded, then written (one worker, awaited at once)
+    with ThreadPoolExecutor(max_workers=max(1, ahead), thread_name_prefix="lmaudit-encode") as pool:
         try:
             for batch in _batched(docs):
                 pending.append((batch, pool.submit(tok.encode_batch, [d.text for d in batch])))
