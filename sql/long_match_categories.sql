@@ -19,7 +19,7 @@ final as (
         categories.max_length,
         categories.longest_example
     from categories
-    order by categories.model_name, categories.setting, categories.n_generations desc
+    order by categories.model_name asc, categories.setting asc, categories.n_generations desc
 )
 
 select * from final
