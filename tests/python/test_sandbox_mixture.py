@@ -128,5 +128,8 @@ def test_cli_rejects_bad_mixtures_and_engine_args_in_one_line(home):
     bad = run_cli("sandbox", "build", "--size", "tiny", "--mixture", "web=1", home=home)
     assert bad.returncode == 2 and "unknown sandbox domain(s) web" in bad.stderr
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    bad = run_cli("sandbox", "build", "--size", "tiny", "--index-tokenizer", "gpt", home=home)
+    assert bad.returncode == 2 and "choose one of model, llama-style" in bad.stderr
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     bad = run_cli("generate", "--model", "m", "--corpus", "c", "--engine-arg", "x=1", home=home)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
