@@ -359,6 +359,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--pure-python-search", action="store_true",
                     help="suffix-array searches in pure Python, not compiled (the before of issue 19)")
+    ap.add_argument("--search-ab", action="store_true",
+                    help="also time the pure-Python searches in every repeat (before/after ratios in one run)")
     a = ap.parse_args()
 
     from ingest.trace.params import TraceParams
@@ -391,12 +393,20 @@ def main() -> None:
     # warm-up: touch the pages both pipelines need
     run_ours(tracer, all_gens)
     run_attribute(eng, tok, logp, floor, all_gens)
+    pipelines = ("ours", "attr", "py") if a.search_ab else ("ours", "attr")
     per_set: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in range(a.repeats):
         for name, gens in gens_by_set.items():
-            order = ("ours", "attr") if r % 2 == 0 else ("attr", "ours")
+            order = pipelines if r % 2 == 0 else pipelines[::-1]
             for which in order:
-                if which == "ours":
+                if which == "py":
+                    eng.compiled_search = False
+                    w, c, nv, nvc = run_ours(tracer, gens)
+                    eng.compiled_search = None
+                    per_set[name]["py_wall"].append(w)
+                    per_set[name]["py_cpu"].append(c)
+                    per_set[name]["py_nv_cpu"].append(nvc)
+                elif which == "ours":
                     w, c, nv, nvc = run_ours(tracer, gens)
                     per_set[name]["ours_wall"].append(w)
                     per_set[name]["ours_cpu"].append(c)
@@ -430,6 +440,17 @@ def main() -> None:
             "repeats_ratio_wall_no_nv": [round(x, 2) for x in rw],
             "repeats_ratio_cpu_no_nv": [round(x, 2) for x in rc],
         }
+        if "py_cpu" in d:  # pure-Python searches, same repeats
+            results[name].update({
+                "py_cpu_ms": ms(med["py_cpu"]), "py_gen_per_cpu_s": round(n / med["py_cpu"], 1),
+                "py_ratio_cpu_with_nv": round(statistics.median(
+                    [ac / pc for ac, pc in zip(d["attr_cpu"], d["py_cpu"])]), 2),
+                "compiled_speedup_cpu": round(statistics.median(
+                    [pc / oc for pc, oc in zip(d["py_cpu"], d["ours_cpu"])]), 2),
+                "compiled_speedup_cpu_no_nv": round(statistics.median(
+                    [(pc - pn) / max(oc - on, 1e-9) for pc, pn, oc, on in
+                     zip(d["py_cpu"], d["py_nv_cpu"], d["ours_cpu"], d["ours_nv_cpu"])]), 2),
+            })
     try:
         load = [round(x, 1) for x in __import__("os").getloadavg()]
     except OSError:

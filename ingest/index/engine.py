@@ -718,13 +718,19 @@ class IndexEngine:
 
         w, n_shards = self.width, self.num_shards
         L = len(qbytes) // w
-        flo = np.empty((L, n_shards), dtype=np.int64)
-        fhi = np.empty((L, n_shards), dtype=np.int64)
-        for b in range(L):
-            segs = self._first_ranges(qbytes[b * w:(b + 1) * w])
-            for s, (lo, hi) in enumerate(segs):
-                flo[b, s] = lo
-                fhi[b, s] = hi
+        # first-token ranges of every start: one (cached) lookup per distinct token
+        toks = np.frombuffer(qbytes, dtype=_NP_DTYPE[w])
+        uniq, inv = np.unique(toks, return_inverse=True)
+        first = self._first
+        rng = []
+        for t in uniq.tolist():
+            segs = first.get(t)
+            if segs is None:
+                segs = self._first_ranges(int(t).to_bytes(w, "little"))
+            rng.append(segs)
+        table = np.array(rng, dtype=np.int64).reshape(len(uniq), n_shards, 2)
+        flo = np.ascontiguousarray(table[inv, :, 0])
+        fhi = np.ascontiguousarray(table[inv, :, 1])
         maps = [self._maps_for(s) for s in range(n_shards)]
         out = np.zeros(L, dtype=np.int64)
         hints = np.full((L, n_shards), -1, dtype=np.int64)
@@ -734,7 +740,8 @@ class IndexEngine:
             k.longest_matches(tuple(m.tk for m in maps), tuple(m.tb for m in maps),
                               np.array([m.ptr_size for m in maps], dtype=np.int64), _np_bytes(qbytes), w,
                               flo, fhi, out, hints, looked, stats)
-        found = {int(b): [None if x < 0 else int(x) for x in hints[b].tolist()] for b in np.flatnonzero(looked)}
+        at = np.flatnonzero(looked)
+        found = {b: [None if x < 0 else x for x in row] for b, row in zip(at.tolist(), hints[at].tolist())}
         return out.tolist(), tuple(int(x) for x in stats), found
 
     # ------------------------------------------------------------------ documents
