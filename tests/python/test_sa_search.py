@@ -147,3 +147,20 @@ def test_engine_fallback_equals_compiled(spec, tmp_path) -> None:
             assert n[b] == 0 or eng.count(ids[b:b + n[b]]) > 0
             assert b + n[b] == len(ids) or eng.count(ids[b:b + n[b] + 1]) == 0
     assert eng.compiled_search is True and slow.compiled_search is False
+
+
+def test_missing_numba_falls_back_with_a_warning(tmp_path, monkeypatch) -> None:
+    from ingest.index import IndexEngine, build_index
+
+    with open(tmp_path / "d.jsonl", "w") as f:
+        for t in ("abc abd abe", "abd xyz abc", "zzz"):
+            f.write(json.dumps({"text": t}) + "\n")
+    build_index([tmp_path / "d.jsonl"], "bytes", tmp_path / "idx", shards=1, progress=False)
+    eng = IndexEngine(str(tmp_path / "idx"))
+    monkeypatch.setattr(sa_search, "available", lambda: False)
+    monkeypatch.setattr(sa_search, "_warned", False)
+    with pytest.warns(RuntimeWarning, match="pure Python"):
+        assert eng.longest_prefix_bytes(b"abdq") == 3
+    assert eng.compiled_search is False
+    assert eng.longest_matches_bytes(b"abd") is None  # the caller runs the Python loop
+    assert eng.find_bytes(b"ab")["cnt"] == 5 and eng.occurs_bytes(b"xyz") and not eng.occurs_bytes(b"xyq")
