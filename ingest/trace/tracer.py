@@ -1,8 +1,9 @@
 """SimpleTrace for one generation: spans, documents, tiers, nv-recall, duplication counts.
 
 The steps follow docs/propme-method.md, section 2. One `Tracer` holds an open index and the index tokenizer; it
-can be called from several threads, but its lookups are Python binary searches on the index maps
-(`IndexEngine.*_bytes`, no engine threads) that hold the GIL: scale with worker processes. Output rows use
+can be called from several threads: its lookups are binary searches on the index maps (`IndexEngine.*_bytes`,
+no engine threads), compiled with numba and GIL-free (pure Python, holding the GIL, only where numba cannot
+load); the rest of a trace is Python, so worker processes still scale further than threads. Output rows use
 the lake's column names so the batch runner can write them as they are.
 
 Speed without changing any output (benchmarks/trace_bench.py, BENCHMARKS.md): the generation's ids are
