@@ -2,7 +2,7 @@
 sandbox mixture model, against the truth (issue 15, item 4).
 
     python benchmarks/checkpoint_trajectory.py --warehouse /tmp/trajbench [--size tiny] [--mixture code-heavy]
-        [--steps 1200] [--every 200] [--n 300] [--n-boot 100] [--out DIR]
+        [--steps 1200] [--every 200] [--canary-copies 0] [--n 300] [--n-boot 100] [--out DIR]
 
 `lmaudit sandbox build --mixture M --steps S --checkpoint-every E` keeps the model every E steps as its own
 model folder; every checkpoint (and the final model) gets one unconditional run (N samples at temperature 1.0,
