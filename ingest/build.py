@@ -163,6 +163,9 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
                 lines = [x.strip() for x in (rr.message or status).splitlines() if x.strip()] or [status]
                 # dbt's first line names the node ("Runtime Error in model m (path)"), its last the cause
                 msg = lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
+                if "incremental model are out of sync" in (rr.message or ""):
+                    msg = ("its columns changed since the last build (an incremental model); rebuild it with "
+                           "`lmaudit build --full-refresh`")
                 result.failures.append(f"{node}: {msg}")
             bar.update(task, advance=1, description=node)
 

@@ -129,3 +129,9 @@ def test_incremental_builds_equal_a_full_refresh(tmp_path: Path) -> None:
     assert _tampered(home, "pre_p1_0") == [True, True, True]
     _build(home, full_refresh=True, vars_=new_vars)
     assert _tampered(home, "pre_p1_0") == [False, False, False]
+
+    # a model whose columns changed since the last build: one line that names the fix
+    with duckdb.connect(str(db_path(home))) as con:
+        con.execute("alter table int_span_loops add column extra integer")
+    res = build(home, select=["int_span_loops"], exclude=NO_TESTS, vars_=new_vars, progress=False)
+    assert not res.success and "lmaudit build --full-refresh" in res.failures[0], res.failures
