@@ -111,6 +111,8 @@ def test_incremental_builds_equal_a_full_refresh(tmp_path: Path) -> None:
     assert _tables(home) == incremental
     facts = {r[0] for r in incremental["int_generation_facts"]}
     assert "m6_0" in facts and not any(g.startswith("m5_") for g in facts)  # added run in, removed run out
+    # the changed text was traced in its old form: no longer traced (is_traced), and not by an old row
+    assert [r[8] for r in incremental["int_generation_facts"] if r[0] == changed] == [False]
     assert any(r[-2] for r in incremental["int_span_loops"] if r[0] == "m6_1:0-40")  # the new loop span
 
     # changed research vars: every row that depends on them is recomputed, with the new values
