@@ -65,10 +65,10 @@ def run_dbt(home: Path, args: Sequence[str], on_event=None):
     with _dbt_environment(home):
         runner = dbtRunner(callbacks=[on_event] if on_event else [])
         try:
-            # dbt's own console log is off (the log file keeps everything): a full disk or a broken source
+            # dbt's own console log is off; the log file keeps it (`--log-level` alone would silence both): a full disk or a broken source
             # used to print a traceback per model before our one line; failures reach us through on_event
             return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet",
-                                  "--log-level", "none"])
+                                  "--log-level", "none", "--log-level-file", "info"])
         finally:
             _release_duckdb()
 

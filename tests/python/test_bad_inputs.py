@@ -468,6 +468,8 @@ def test_build_and_export_stops_after_a_failed_build(base, tmp_path) -> None:
     _one_error_line(p, 1, "dbt build FAILED")
     assert "unique_stg_generations_generation_id" in p.stdout + p.stderr
     assert not (home / "exports").exists()
+    log = home / "dbt" / "logs" / "dbt.log"  # the error line sends the user there: it must exist
+    assert str(log) in p.stderr and "unique_stg_generations_generation_id" in log.read_text()
 
 
 def test_a_blank_index_name_publishes_nothing_and_the_retry_works(base, tmp_path, capsys) -> None:
