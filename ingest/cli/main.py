@@ -119,6 +119,27 @@ def state_warehouse(argv: list[str] | None = None) -> str | None:
     return None
 
 
+def hoist_warehouse(args: list[str]) -> list[str]:
+    """`lmaudit demo --warehouse W` means `lmaudit --warehouse W demo`: the option belongs to the top
+    command, but users put it after the subcommand too (no subcommand has its own -w/--warehouse)."""
+    out, front, i = [], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out += args[i:]
+            break
+        if a in ("--warehouse", "-w") and i + 1 < len(args):
+            front += [a, args[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--warehouse="):
+            front.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return front + out
+
+
 def _environment_error(e: BaseException, argv: list[str] | None) -> str | None:
     """An OSError that is the machine's state, not a bug: permissions, a read-only or full disk, or a
     warehouse folder that cannot be created. The one line names the path; None for anything else."""
@@ -163,6 +184,7 @@ def run(argv: list[str] | None = None) -> int:
         _print_error(message)
         return code
 
+    argv = hoist_warehouse(sys.argv[1:] if argv is None else list(argv))
     try:
         rc = app(args=argv, standalone_mode=False)
     except UserError as e:

@@ -184,3 +184,14 @@ def test_a_second_build_on_the_same_warehouse_stops_at_once(tmp_path) -> None:
         p = run_cli("build", home=home)
     assert p.returncode == 2 and "another `lmaudit build` is running" in p.stderr
     assert p.stderr.count("\n") <= 2 and "Traceback" not in p.stderr + p.stdout
+
+
+def test_warehouse_option_after_the_subcommand_means_the_same() -> None:
+    from ingest.cli.main import hoist_warehouse
+
+    assert hoist_warehouse(["demo", "--size", "tiny", "--warehouse", "/w"]) == \
+        ["--warehouse", "/w", "demo", "--size", "tiny"]
+    assert hoist_warehouse(["sql", "select 1", "-w", "/w"]) == ["-w", "/w", "sql", "select 1"]
+    assert hoist_warehouse(["-w", "/w", "build"]) == ["-w", "/w", "build"]
+    assert hoist_warehouse(["build", "--warehouse=/w"]) == ["--warehouse=/w", "build"]
+    assert hoist_warehouse(["sql", "--", "-w", "x"]) == ["sql", "--", "-w", "x"]
