@@ -6,7 +6,6 @@ import with a message naming the file, the row and the fix.
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,51 +17,6 @@ from ingest.errors import UserError
 from ingest.jsonl import iter_json_objects
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".jsonl.zst", ".ndjson")
-
-
-def _open_lines(path: Path) -> Iterator[bytes]:
-    """Lines of a plain, gzip or zstd file. A file that is not what its suffix says, or that ends in the
-    middle of a compressed stream, is a one-line error naming it (not a traceback, and not click's
-    'aborted', which is what an EOFError inside a command turns into)."""
-    name = path.name
-    kind = "gzip" if name.endswith(".gz") else "zstd" if name.endswith(".zst") else None
-    try:
-        if kind == "gzip":
-            with gzip.open(path, "rb") as f:
-                yield from f
-        elif kind == "zstd":
-            yield from _zstd_lines(path)
-        else:
-            with open(path, "rb") as f:
-                yield from f
-    except EOFError:
-        raise UserError(f"{path}: the {kind} stream ends early (a truncated file?); copy or compress it again") from None
-    except (gzip.BadGzipFile, OSError, ValueError) as e:
-        if kind is None:
-            raise UserError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); check the file") from None
-        raise UserError(f"{path}: not a valid {kind} file ({str(e).splitlines()[0]}); check that the suffix "
-                        f"matches the compression, or decompress it first") from None
-
-
-def _zstd_lines(path: Path) -> Iterator[bytes]:
-    """Lines of a zstd file; a stream that stops inside a frame raises EOFError, a foreign file ValueError."""
-    import zstandard
-
-    d = zstandard.ZstdDecompressor().decompressobj()
-    rest = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            try:
-                rest += d.decompress(chunk)
-            except zstandard.ZstdError as e:
-                raise ValueError(str(e)) from None
-            *lines, rest = rest.split(b"\n")
-            for line in lines:
-                yield line + b"\n"
-    if not d.eof:
-        raise EOFError("zstd frame incomplete")
-    if rest:
-        yield rest
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
