@@ -86,6 +86,11 @@ class Estimator(ABC):
         self.diagnostics_: dict[str, Any] = {"condition_number": None, "iterations": None,
                                              "solver_status": "closed_form", "fallbacks": [], "warnings": []}
 
+    def _start_fit(self, inputs: MixtureInputs) -> None:
+        """What every `fit` does first: fresh diagnostics and the number of domains."""
+        self._reset_diagnostics()
+        self.k_ = inputs.k
+
     @abstractmethod
     def fit(self, inputs: MixtureInputs) -> Estimator:
         """Learn what is needed from the reference side (C, calibration, densities)."""
@@ -159,8 +164,7 @@ class _Uncorrected(Estimator):
         pass
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         return self
 
 
@@ -196,8 +200,7 @@ class ACC(Estimator):
         self.ridge = ridge
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         self.C_ = self._confusion(inputs)
         self.cond_ = _note_condition(self, self.C_, self.warn_condition)
         return self
@@ -272,8 +275,7 @@ class LLMSurgeonCode(Estimator):
         return inputs.ref_posteriors[idx], inputs.ref_labels[idx], f"seeded {self.split_fraction:g} split"
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         p, y, where = self._split(inputs)
         self.diagnostics_["split"] = where
         self.diagnostics_["split_size"] = int(p.shape[0])
@@ -333,8 +335,7 @@ class EMQ(Estimator):
         self.min_iter = min_iter
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         if inputs.calib_posteriors is not None:
             p, y, where = inputs.calib_posteriors, inputs.calib_labels, "calibration set"
         else:
@@ -394,8 +395,7 @@ class BBSE(Estimator):
         self.warn_condition = warn_condition
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         self.J_ = cm.joint_confusion(inputs.ref_posteriors, inputs.ref_labels, inputs.k, self.mode)
         self.p_ref_ = inputs.ref_prevalence
         _note_condition(self, self.J_, self.warn_condition)
@@ -441,8 +441,7 @@ class RLLS(Estimator):
         self.warn_condition = warn_condition
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         self.J_ = cm.joint_confusion(inputs.ref_posteriors, inputs.ref_labels, inputs.k, self.mode)
         self.p_ref_ = inputs.ref_prevalence
         ref = inputs.ref_posteriors
@@ -489,8 +488,7 @@ class KDEy(Estimator):
         self.chunk = chunk
 
     def fit(self, inputs):
-        self._reset_diagnostics()
-        self.k_ = inputs.k
+        self._start_fit(inputs)
         self.centres_ = [inputs.ref_posteriors[inputs.ref_labels == d] for d in range(inputs.k)]
         return self
 
