@@ -63,13 +63,20 @@ def run_dbt(home: Path, args: Sequence[str], on_event=None):
     home.mkdir(parents=True, exist_ok=True)
     Lake(home).init()
     with _dbt_environment(home):
+        import logging
+
         runner = dbtRunner(callbacks=[on_event] if on_event else [])
+        # the file log on a full disk: Python's logging would print a traceback per failed write to stderr
+        # ("--- Logging error ---"); the build's own one-line error already says what happened
+        saved_raise, logging.raiseExceptions = logging.raiseExceptions, False
         try:
-            # dbt's own console log is off; the log file keeps it (`--log-level` alone would silence both): a full disk or a broken source
-            # used to print a traceback per model before our one line; failures reach us through on_event
+            # dbt's console log is off (a full disk or a broken source printed a traceback per model before
+            # our one line; failures reach us through on_event); `--log-level-file` keeps dbt.log, which
+            # `--log-level` alone would silence too
             return runner.invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj), "--quiet",
                                   "--log-level", "none", "--log-level-file", "info"])
         finally:
+            logging.raiseExceptions = saved_raise
             _release_duckdb()
 
 
