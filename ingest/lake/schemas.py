@@ -55,6 +55,13 @@ _SPECS = [
         _f("token_ids", pa.list_(pa.int64())), _f("tokenizer", pa.string()),
         _f("prompt_set", pa.string()), _f("created_at", TS),
     ]), "one prompt of a setting"),
+    TableSpec("prompt_closeness", "closeness_id", ("prompt_set", "item_group", "item_id", "text"), pa.schema([
+        _f("closeness_id", pa.string(), False), _f("prompt_set", pa.string(), False), _f("corpus_id", pa.string()),
+        _f("item_group", pa.string(), False), _f("item_id", pa.string(), False), _f("source", pa.string()),
+        _f("text", pa.string()), _f("n_tokens", pa.int32()), _f("similarity", pa.float64(), False),
+        _f("selection_score", pa.float64()), _f("embedder", pa.string()), _f("n_reference_docs", pa.int64()),
+        _f("reference_seed", pa.int64()), _f("created_at", TS),
+    ]), "an item's cosine similarity to its nearest document of a training sample (specific-prompt closeness)"),
     TableSpec("generations", "generation_id", ("run_id", "prompt_id", "sample_idx"), pa.schema([
         _f("generation_id", pa.string(), False), _f("run_id", pa.string(), False),
         _f("prompt_id", pa.string()), _f("sample_idx", pa.int32(), False), _f("seed", pa.int64()),

@@ -46,7 +46,7 @@ class PromptSet:
         return [r for r in self.rows if r["leakage_outcome"] in (None, "kept")]
 
 
-def _row(corpus: OpenCorpus, setting: str, key: object, text: str, token_ids: list[int], **extra) -> dict[str, Any]:
+def prompt_row(corpus: OpenCorpus, setting: str, key: object, text: str, token_ids: list[int], **extra) -> dict[str, Any]:
     return {
         "prompt_id": make_key(corpus.corpus_id, setting, key), "setting": setting, "text": text,
         "token_ids": [int(t) for t in token_ids], "tokenizer": corpus.tokenizer.name, "corpus_id": corpus.corpus_id,
@@ -57,7 +57,7 @@ def _row(corpus: OpenCorpus, setting: str, key: object, text: str, token_ids: li
 
 def unconditional(corpus: OpenCorpus) -> PromptSet:
     """One prompt: the start token only."""
-    return PromptSet("unconditional", [_row(corpus, "unconditional", "start", "", [], source="start token")])
+    return PromptSet("unconditional", [prompt_row(corpus, "unconditional", "start", "", [], source="start token")])
 
 
 def neutral(corpus: OpenCorpus) -> PromptSet:
@@ -66,7 +66,7 @@ def neutral(corpus: OpenCorpus) -> PromptSet:
     from importlib import resources
 
     prefixes = json.loads((resources.files("ingest.data") / "neutral_prefixes.json").read_text())["prefixes"]
-    return PromptSet("neutral", [_row(corpus, "neutral", (i, p), p, corpus.tokenizer.encode(p),
+    return PromptSet("neutral", [prompt_row(corpus, "neutral", (i, p), p, corpus.tokenizer.encode(p),
                                       source="neutral prefixes (lmaudit)") for i, p in enumerate(prefixes)])
 
 
@@ -84,7 +84,7 @@ def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> 
     rows = []
     for i, w in enumerate(picks):
         text = w[:1].upper() + w[1:]
-        rows.append(_row(corpus, "minimal_cue", (i, text), text, corpus.tokenizer.encode(text), language=lang,
+        rows.append(prompt_row(corpus, "minimal_cue", (i, text), text, corpus.tokenizer.encode(text), language=lang,
                          source=f"wordfreq top-100 {lang}"))
     return PromptSet("minimal_cue", rows)
 
@@ -124,7 +124,7 @@ def sentences(corpus: OpenCorpus, setting: str, texts: list[str], lang: str, sou
         reason = leakage_reason(corpus, s) if check_leakage else None
         if reason:
             dropped[reason] += 1
-        rows.append(_row(corpus, setting, (i, s), s, corpus.tokenizer.encode(s), language=lang, source=source,
+        rows.append(prompt_row(corpus, setting, (i, s), s, corpus.tokenizer.encode(s), language=lang, source=source,
                          leakage_outcome="dropped" if reason else "kept", leakage_reason=reason))
     return PromptSet(setting, rows, dropped)
 
@@ -167,7 +167,7 @@ def prefix(corpus: OpenCorpus, n: int, seed: int = 0, prompt_len: int = 50, cont
         p, c = doc.tokens[:prompt_len], doc.tokens[prompt_len:prompt_len + continuation_len]
         meta = doc.metadata or {}
         text, truth = split_prefix(tok, p, c)
-        rows.append(_row(corpus, "prefix", doc_ix, text, p, source=meta.get("source") or doc.path,
+        rows.append(prompt_row(corpus, "prefix", doc_ix, text, p, source=meta.get("source") or doc.path,
                          source_doc=str(meta.get("id") or f"doc:{doc_ix}"), true_continuation=truth))
     if not rows:
         raise UserError(f"corpus {corpus.row['name']!r} has no document of >= {min_doc_len} tokens for prefix prompts")
