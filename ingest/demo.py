@@ -73,10 +73,16 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     timings["sandbox"] = time.perf_counter() - t
 
     t = step("prompts for the five settings")
-    generic, specific = data_file("generic_en.txt"), data_file("specific_code_en.txt")
+    generic = data_file("generic_en.txt")
     for s in SETTINGS:
-        build_prompt_set(lake, corpus, s, n=plan.n_prompts, file=generic if s == "generic" else specific,
-                         match_file=generic if s == "specific" else None)
+        if s == "specific":  # sentences of held-out files closest to the training data (lmaudit prompts specific)
+            from ingest.prompts.specific.pipeline import SpecificRequest, build_specific_prompts
+            from ingest.sandbox.register import write_specific_candidates
+
+            req = SpecificRequest(write_specific_candidates(paths), generic, n=plan.n_prompts, source_field="domain")
+            build_specific_prompts(lake, corpus, req, progress=progress)
+        else:
+            build_prompt_set(lake, corpus, s, n=plan.n_prompts, file=generic if s == "generic" else None)
     timings["prompts"] = time.perf_counter() - t
 
     t = step("generate (transformers backend)")

@@ -32,6 +32,8 @@ ANALYSES_GLOSSARY = [
                            "in the corpus: once, 2-9, 10-99, 100+"),
     ("long-match category", "code, licence/boilerplate, documentation, prose or other: the domain of the "
                             "documents a >= 20-token span was found in, else rules on its text"),
+    ("closeness", "cosine similarity of a sentence's embedding to its nearest document of an independent "
+                  "sample of training documents (lmaudit prompts specific; embedder named in the table)"),
     ("independent difference", "metric(run a) - metric(run b) for prompt-free runs, each run resampled on its "
                                "own (no prompts pair them); significant when the interval excludes 0"),
 ]
@@ -179,12 +181,33 @@ def long_match_categories_table(con) -> str:
                                                    for s, run in runs])
 
 
+GROUP_LABELS = {"generic": "generic sentences", "candidate": "specific candidates (before selection)",
+                "specific": "specific prompts (selected)", "training_sentence": "training sentences"}
+
+
+def prompt_closeness_table(con) -> str:
+    """The closeness evaluation: each group's mean similarity to the nearest training document, and its
+    difference to the generic sentences (independent bootstrap)."""
+    rows = _rows(con, "select corpus_name, prompt_set, item_group, n_items, mean_similarity, ci_low, ci_high, "
+                      "diff_vs_generic, diff_ci_low, diff_ci_high, closer_than_generic, embedder "
+                      "from fct_prompt_closeness order by corpus_name, prompt_set, group_order")
+    return _html_table(["corpus", "prompt set", "group", "items", "mean similarity [95% CI]",
+                        "minus generic [95% CI]", "closer than generic", "embedder"],
+                       [[r["corpus_name"] or "", r["prompt_set"][:12], GROUP_LABELS.get(r["item_group"], r["item_group"]),
+                         str(r["n_items"]), _fmt(r["mean_similarity"], r["ci_low"], r["ci_high"]),
+                         _fmt(r["diff_vs_generic"], r["diff_ci_low"], r["diff_ci_high"]),
+                         "" if r["item_group"] == "generic" else ("yes" if r["closer_than_generic"] else "no"),
+                         r["embedder"] or ""] for r in rows]) if rows else ""
+
+
 def propme_tables_html(con) -> str:
     """Every PropMe table of the report, in reading order."""
     return "".join([
         _guard("Metrics: settings x metrics (95% bootstrap intervals)", lambda: settings_by_metrics(con)),
         _guard("Propensity: models x settings (95% bootstrap intervals)", lambda: models_by_settings_pm(con)),
         _guard("Chance level: matches of the prompts themselves", lambda: chance_level_table(con)),
+        _guard("Closeness of the prompts to the training data (specific-prompt pipeline)",
+               lambda: prompt_closeness_table(con)),
         _guard("Targeted extraction by duplication of the source sequence", lambda: source_duplication_table(con)),
         _guard("What long matches are (>= 20-token spans, by category)", lambda: long_match_categories_table(con)),
         _guard("Differences between prompt-free runs (independent bootstrap)",
@@ -282,8 +305,37 @@ def chance_level(con, path: Path) -> bool:
     return _save(fig, path)
 
 
+def prompt_closeness(con, path: Path) -> bool:
+    """Mean similarity to the nearest training document per prompt group, with intervals, one bar group per
+    specific prompt set; every bar labelled with its number of items."""
+    rows = _rows(con, "select corpus_name, prompt_set, item_group, group_order, n_items, mean_similarity, ci_low, "
+                      "ci_high from fct_prompt_closeness order by corpus_name, prompt_set, group_order")
+    if not rows:
+        return False
+    sets = list(dict.fromkeys((r["corpus_name"] or "", r["prompt_set"]) for r in rows))
+    groups = list(GROUP_LABELS)
+    width = 0.8 / len(groups)
+    fig, ax = plt.subplots(figsize=(max(6, 2.8 * len(sets)), 4))
+    for j, g in enumerate(groups):
+        got = {(r["corpus_name"] or "", r["prompt_set"]): r for r in rows if r["item_group"] == g}
+        v = np.array([got[k]["mean_similarity"] if k in got else np.nan for k in sets], float)
+        lo = np.array([got[k]["ci_low"] if k in got else np.nan for k in sets], float)
+        hi = np.array([got[k]["ci_high"] if k in got else np.nan for k in sets], float)
+        err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
+        bars = ax.bar(np.arange(len(sets)) + (j - (len(groups) - 1) / 2) * width, np.nan_to_num(v), width,
+                      yerr=err, capsize=3, label=GROUP_LABELS[g])
+        label_bars(ax, bars, [f"n={got[k]['n_items']}" if k in got else "" for k in sets], hi, rotation=0)
+    ax.set_xticks(np.arange(len(sets)), [f"{c}\nset {p[:8]}" for c, p in sets], fontsize=8)
+    ax.set_ylabel("cosine similarity to the nearest training document")
+    ax.set_ylim(0, 1.15)
+    ax.set_title("How close the prompts are to the training data (95% intervals)")
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return _save(fig, path)
+
+
 PROPME_FIGURES = {
     "cumulative_filters": (cumulative_filters, "Propensity as filters are applied one after another"),
     "source_duplication": (source_duplication, "Targeted extraction by duplication of the source"),
     "chance_level": (chance_level, "Chance level: matches of the prompts themselves"),
+    "prompt_closeness": (prompt_closeness, "Closeness of the prompts to the training data"),
 }

@@ -4,6 +4,8 @@ demo and the mixture benchmarks alike, so all three register a sandbox the same 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 INDEX_TOKENIZERS = ("model", "llama-style")
 
@@ -57,3 +59,18 @@ def import_sandbox_references(lake, paths, name: str, per_domain: int = 150, fol
     write_reference_jsonl(docs, out)
     return import_references(lake, out, cap_per_domain=max(per_domain, folds), folds=folds, seed=seed,
                              source=name)
+
+
+def write_specific_candidates(paths, per_domain: int = 200, prefix_bytes: int = 3000) -> Path:
+    """Candidate source documents for `lmaudit prompts specific`: held-out files of the sandbox's real-text
+    domains (the model never saw them; the canary is training text, so it is left out), longer pieces than
+    the classifier's references so that each has several sentences. Written to `specific_candidates.jsonl`
+    in the sandbox folder, with the domain as the source."""
+    from ingest.sandbox.corpus import CANARY_DOMAIN
+    from ingest.sandbox.reference import held_out_documents, write_reference_jsonl
+
+    docs = held_out_documents(paths.size, paths.corpus_jsonl, per_domain=per_domain, prefix_bytes=prefix_bytes,
+                              pieces_per_file=1)
+    out = paths.root / "specific_candidates.jsonl"
+    write_reference_jsonl((d for d in docs if d.domain != CANARY_DOMAIN), out)
+    return out

@@ -107,7 +107,8 @@ def _training_sentences(corpus, req: SpecificRequest, generic_lens: list[int], e
     """Real training sentences of generic lengths, one per training document outside the evaluation sample."""
     rng = random.Random(req.evaluation_seed + 1)
     out, seen = [], set()
-    ix = sample_doc_indices(corpus.engine.n_docs, min(corpus.engine.n_docs, 4 * req.n), req.evaluation_seed + 1, exclude)
+    n_docs = corpus.engine.n_docs
+    ix = sample_doc_indices(n_docs, min(n_docs, max(20 * len(generic_lens), 1000)), req.evaluation_seed + 1, exclude)
     rng.shuffle(ix)
     is_lang = _is_language(req.lang)
     for i in ix:
