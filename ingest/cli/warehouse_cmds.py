@@ -26,12 +26,14 @@ def build(
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="dbt nodes to leave out.")] = None,
     full_refresh: Annotated[bool, typer.Option(help="Passed to dbt: rebuild the incremental PropMe models (text checks, loop checks, generation facts) from nothing, and reload seed tables. Never needed for new, changed or removed runs or a changed var: those rows are recomputed anyway. Needed after a model's columns change (the build then fails and says so).")] = False,
     vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML (the propme_* and mixture_* vars of dbt_project.yml), e.g. '{propme_bootstrap_resamples: 1000}'.")] = None,
+    full_tests: Annotated[bool, typer.Option("--full-tests", help="Also run dbt's unit tests (they check the models' SQL, not your data) and the full-scan key tests on the largest staging table (keys the lake writer already guarantees); CI runs them, a plain build leaves them out.")] = False,
 ) -> None:
-    """Run `dbt build` (models, data tests, unit tests) over the warehouse and print a one-line summary."""
+    """Run `dbt build` (models and data tests; --full-tests adds unit tests and full-scan key tests) over the
+    warehouse and print a one-line summary."""
     from ingest.build import build as run_build
 
     st = state(ctx)
-    result = run_build(st.home, select or (), exclude or (), full_refresh, vars_)
+    result = run_build(st.home, select or (), exclude or (), full_refresh, vars_, full_tests=full_tests)
     if result.success:
         console.print(result.summary())
         return

@@ -93,6 +93,23 @@ class TraceSummary:
     seconds: float
 
 
+def check_batch_keys(spans: Sequence[dict], docs: Sequence[dict], counts: Sequence[dict]) -> None:
+    """The key guarantee that lets a plain `lmaudit build` skip the full-scan tests of `span_documents`.
+
+    Within a batch: span ids are unique, and every document row and count row belongs to a span of the same
+    batch (the lake writer also refuses a partition with a repeated key). The batch's four partitions are
+    written and deleted together (one transaction). So a span_documents key (a hash of span_id, shard,
+    doc_ix) can repeat across the lake only if its span_id does, which the cheap `unique` test on `spans`
+    (a quarter of the rows) catches in every build, and no document row can point at a missing span."""
+    span_ids = {s["span_id"] for s in spans}
+    if len(span_ids) != len(spans):
+        raise RuntimeError("tracer bug: a batch produced the same span twice")
+    for what, rows in (("document", docs), ("count", counts)):
+        orphan = next((r["span_id"] for r in rows if r["span_id"] not in span_ids), None)
+        if orphan is not None:
+            raise RuntimeError(f"tracer bug: a {what} row of span {orphan} has no span in its batch")
+
+
 def _plan(generations: Sequence[tuple[str, str]], batch_size: int) -> list[list[tuple[str, str]]]:
     gens = sorted(generations)
     ids = [g[0] for g in gens]
@@ -148,6 +165,7 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
         def record(name, result, size):
             nonlocal n_spans, n_docs, done_gens
             spans, docs, counts, traced = result
+            check_batch_keys(spans, docs, counts)
             with lake.transaction():  # the batch's four partitions appear together or not at all
                 lake.write("spans", name, spans)
                 lake.write("span_documents", name, docs)

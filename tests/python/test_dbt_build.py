@@ -36,7 +36,7 @@ def test_build_on_imported_generations(home: Path, tmp_path: Path) -> None:
     f.write_text("".join(json.dumps({"prompt": p, "text": f"{p} and more {k}", "sample_idx": k}) + "\n"
                          for p in ("Hello", "Goodbye") for k in range(3)))
     import_generations(Lake(home), f, run_id="r1", model="m", setting="generic")
-    result = build(home, progress=False)
+    result = build(home, progress=False, full_tests=True)  # every unit test of the project, as CI runs them
     assert result.success, result.failures
     assert _query(home, "select count(*), count(distinct prompt_id) from stg_generations") == [(6, 2)]
     assert _query(home, "select setting from stg_runs") == [("generic",)]

@@ -293,7 +293,7 @@ def close(a, b, tol=1e-9) -> bool:
 def built(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("propme") / "warehouse"
     write_lake(home)
-    result = build(home, vars_=f"{{propme_bootstrap_resamples: {B}}}", progress=False, select=PROPME)
+    result = build(home, vars_=f"{{propme_bootstrap_resamples: {B}}}", progress=False, select=PROPME, full_tests=True)
     assert result.success, result.failures
     return home
 

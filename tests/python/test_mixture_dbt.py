@@ -102,7 +102,7 @@ def built(tmp_path_factory) -> Path:
     # only the mixture models and staging; "cautious": skip tests that reach models outside the selection
     os.environ["DBT_INDIRECT_SELECTION"] = "cautious"
     try:
-            result = build(home, select=SELECT, progress=False,
+            result = build(home, select=SELECT, progress=False, full_tests=True,
                        vars_=json.dumps({"mixture_bootstrap_resamples": N_BOOT, "mixture_bootstrap_seed": SEED,
                                          "mixture_estimators": ESTIMATORS}))
     finally:

@@ -67,7 +67,7 @@ def built(tmp_path_factory) -> Path:
     lake = Lake(home)
     lake.write("traced_generations", "prompts", traced)
     lake.write("spans", "prompts", spans)
-    result = build(home, vars_=f"{{propme_bootstrap_resamples: {B}}}", progress=False, select=MODELS)
+    result = build(home, vars_=f"{{propme_bootstrap_resamples: {B}}}", progress=False, select=MODELS, full_tests=True)
     assert result.success, result.failures
     return home
 
