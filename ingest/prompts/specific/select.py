@@ -25,22 +25,26 @@ def length_adjusted(similarity: np.ndarray, lengths: list[int]) -> np.ndarray:
 
 
 def equal_shares(available: dict[str, int], n: int) -> dict[str, int]:
-    """How many items each source gives: equal shares of n, a short source's unused share spread over the
-    others (the remainder of an uneven split goes to sources in name order)."""
-    quota = {s: 0 for s in available}
-    left = min(n, sum(available.values()))
-    open_ = sorted(s for s, a in available.items() if a > 0)
-    while left > 0 and open_:
-        share, extra = divmod(left, len(open_))
-        still = []
-        for i, s in enumerate(open_):
-            want = share + (1 if i < extra else 0)
-            take = min(want, available[s] - quota[s])
-            quota[s] += take
-            left -= take
-            if quota[s] < available[s]:
-                still.append(s)
-        open_ = still
+    """How many items each source gives: the most equal split of min(n, total) with no source giving more
+    than it has (water filling: every source gets min(available, L) for the largest level L that fits, and
+    the few left over go one each to the sources that still have more, in name order)."""
+    n = min(n, sum(available.values()))
+
+    def filled(level: int) -> int:
+        return sum(min(a, level) for a in available.values())
+
+    lo, hi = 0, max(available.values(), default=0)
+    while lo < hi:  # the largest level whose fill does not exceed n
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if filled(mid) <= n else (lo, mid - 1)
+    quota = {s: min(a, lo) for s, a in available.items()}
+    left = n - sum(quota.values())
+    for s in sorted(available):
+        if left == 0:
+            break
+        if available[s] > lo:
+            quota[s] += 1
+            left -= 1
     return quota
 
 
