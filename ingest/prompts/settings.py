@@ -89,11 +89,18 @@ def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> 
     return PromptSet("minimal_cue", rows)
 
 
+def _one_line(text: str) -> str:
+    """Every run of whitespace, line breaks included, as one space: a sentence that a training document
+    wraps over two lines is still that document's text."""
+    return " ".join(text.split())
+
+
 def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
     """Why a sentence may have been seen in training, or None.
 
     (1) the whole sentence occurs in the index, tokenized as a document start or as a mid-text word
-    (leading space); (2) the sentence is inside a document retrieved for its longest matching span."""
+    (leading space); (2) the sentence is inside a document retrieved for its longest matching span, compared
+    after normalization with all whitespace collapsed (a line-wrapped copy counts)."""
     eng, tok = corpus.engine, corpus.tokenizer
     for variant, label in ((sentence, "document start"), (" " + sentence, "mid-text")):
         ids = tok.encode(variant)
@@ -107,12 +114,12 @@ def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
             best_b, best_n = b, n
     if best_n == 0:
         return None
-    target = normalize_document(sentence)
+    target = _one_line(normalize_document(sentence))
     window = 5 * max(len(ids), 1)
     for i, doc in enumerate(eng.iter_matches(ids[best_b:best_b + best_n], max_ctx_len=window)):
         if i >= 10:
             break
-        if target in normalize_document(tok.decode(doc.tokens)):
+        if target in _one_line(normalize_document(tok.decode(doc.tokens))):
             return "inside a retrieved training document"
     return None
 
