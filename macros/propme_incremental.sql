@@ -110,3 +110,18 @@
     left join {{ ref('int_generation_text_checks') }} as text_checks
         on generations.generation_id = text_checks.generation_id
 {%- endmacro %}
+
+{#- The input hash of one (run, tracing pass) of a per-run bootstrap (int_setting_bootstrap,
+    int_cumulative_filter_bootstrap): its resampling units' rows, in any order, and the bootstrap vars. A run's
+    replicates come from its own seeded stream and its own units only, so this hash is everything they depend
+    on. Rows enter through DuckDB's hash(), summed and xor-ed (order-free; each row is one (unit, metric)). -#}
+{% macro propme_bootstrap_input_hash(units, metric_column) -%}
+    {%- set row_hash -%}
+        hash({{ units }}.unit_id, {{ units }}.unit_kind, {{ units }}.{{ metric_column }}, {{ units }}.num,
+        {{ units }}.den, {{ units }}.n_generations, {{ units }}.n_eligible)
+    {%- endset -%}
+    {{ propme_input_hash([
+        'count(*)', 'sum(cast(' ~ row_hash ~ ' as hugeint))', 'bit_xor(' ~ row_hash ~ ')',
+        'any_value(params.bootstrap_resamples)', 'any_value(params.bootstrap_seed)', 'any_value(params.ci_level)'
+    ]) }}
+{%- endmacro %}

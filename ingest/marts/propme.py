@@ -127,8 +127,10 @@ def unit_matrices(units: pa.Table | pd.DataFrame) -> dict[tuple[str, str | None]
 
 
 def setting_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
-    """`int_setting_bootstrap`: value, percentile interval and (for PM metrics) the replicates of every
-    (run, tracing pass, metric) of `int_metric_units`."""
+    """`int_setting_bootstrap`: value, percentile interval and the replicates of every (run, tracing pass,
+    metric) of `int_metric_units` (kept for every metric: the PM metrics' are paired by
+    `int_propensity_bootstrap`, any metric's by `int_independent_difference_bootstrap`, which would otherwise
+    draw the same resamples again)."""
     if params is None or units.num_rows == 0:
         return SETTING_SCHEMA.empty_table()
     groups = unit_matrices(units)
@@ -142,7 +144,6 @@ def setting_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
         for j, metric in enumerate(m.metrics):
             iv = bs.percentile_interval(reps[:, j], params.ci_level)
             n_gen = int(m.n_generations[:, j].sum())
-            keep = metric in params.pm_metrics
             for name, v in (("run_id", run_id), ("trace_id", trace_id), ("metric", metric),
                             ("n_units_resampled", int(m.num.shape[0])), ("n_units", int((m.den[:, j] > 0).sum())),
                             ("n_generations", n_gen), ("n_excluded", n_gen - int(m.n_eligible[:, j].sum())),
@@ -150,7 +151,7 @@ def setting_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
                             ("value", finite(values[j])), ("ci_low", finite(iv.low)), ("ci_high", finite(iv.high)),
                             ("n_skipped_resamples", iv.n_skipped), ("n_resamples", params.n_resamples),
                             ("seed", params.seed), ("ci_level", params.ci_level),
-                            ("replicates", reps[:, j] if keep else None)):
+                            ("replicates", reps[:, j])):
                 cols[name].append(v)
         return cols
 

@@ -1,9 +1,9 @@
 """Python behind the dbt models of PropMe's further analyses (docs/propme-analyses.md).
 
 - `independent_difference_bootstrap`: metric(run_a) - metric(run_b) for runs that share no prompts (the
-  prompt-free settings), each run resampled on its own. Each run's replicates come from the same stream as
-  its own interval in `int_setting_bootstrap` (key "setting", run, trace), so a run's difference interval
-  and its setting interval describe the same resamples.
+  prompt-free settings), each run resampled on its own. Each run's replicates are its replicates in
+  `int_setting_bootstrap` (stream key "setting", run, trace), read back rather than drawn again, so a run's
+  difference interval and its setting interval describe the same resamples.
 - `keyed_bootstrap`: the setting bootstrap applied to units whose metric is a key ('metric@step' of the
   cumulative filters, 'te@bucket' of the source duplication), keeping every replicate.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ingest.marts.common import finite, parallel
-from ingest.marts.propme import Params, setting_bootstrap, unit_matrices
+from ingest.marts.common import finite
+from ingest.marts.propme import Params, setting_bootstrap
 from ingest.metrics import bootstrap as bs
 
 INDEPENDENT_SCHEMA = pa.schema([
@@ -26,49 +26,33 @@ INDEPENDENT_SCHEMA = pa.schema([
 ])
 
 
-def independent_difference_bootstrap(pairs: pa.Table, units: pa.Table, params: Params | None) -> pa.Table:
-    """`int_independent_difference_bootstrap`: for each pair of `int_unpaired_run_pairs`, both runs are
-    resampled independently (their own units, their own stream); a round's difference is the difference of
-    the two runs' replicates, skipped when either denominator is 0."""
-    if params is None or pairs.num_rows == 0 or units.num_rows == 0:
+def independent_difference_bootstrap(pairs: pa.Table, setting: pa.Table, params: Params | None) -> pa.Table:
+    """`int_independent_difference_bootstrap`: for each pair of `int_unpaired_run_pairs`, round b's difference
+    is replicate b of run_a minus replicate b of run_b (`int_setting_bootstrap` rows: run_id, trace_id, metric,
+    value, n_units_resampled, replicates), skipped when either side is NaN (a zero denominator)."""
+    if params is None or pairs.num_rows == 0 or setting.num_rows == 0:
         return INDEPENDENT_SCHEMA.empty_table()
-    groups = unit_matrices(units)
-    cache: dict[tuple[str, str | None], tuple[np.ndarray, np.ndarray]] = {}
-
-    def replicates(run_id: str, trace_id: str | None) -> tuple[np.ndarray, np.ndarray] | None:
-        key = (run_id, trace_id)
-        m = groups.get(key)
-        if m is None:
-            return None
-        if key not in cache:
-            rng = bs.stream_rng(params.seed, "setting", run_id, trace_id or "")
-            cache[key] = (bs.ratio_replicates(m.num, m.den, params.n_resamples, rng), bs.point_ratio(m.num, m.den))
-        return cache[key]
-
-    pair_rows = pairs.select(["run_a", "run_b", "trace_id"]).to_pylist()
-    for p in pair_rows:  # fill the cache serially; the pairs below only read it
-        replicates(p["run_a"], p["trace_id"])
-        replicates(p["run_b"], p["trace_id"])
-
-    def one(pair) -> list[dict]:
+    reps = setting.column("replicates").combine_chunks()
+    cols = setting.select(["run_id", "trace_id", "metric", "value", "n_units_resampled"]).to_pydict()
+    runs: dict[tuple[str, str | None], dict[str, tuple[float | None, int, np.ndarray]]] = {}
+    for i, (run_id, trace_id, metric) in enumerate(zip(cols["run_id"], cols["trace_id"], cols["metric"])):
+        r = reps[i]
+        vec = r.values.to_numpy(zero_copy_only=False) if r.is_valid else np.full(params.n_resamples, np.nan)
+        runs.setdefault((run_id, trace_id), {})[metric] = (cols["value"][i], cols["n_units_resampled"][i], vec)
+    rows = []
+    for pair in pairs.select(["run_a", "run_b", "trace_id"]).to_pylist():
         a, b, trace = pair["run_a"], pair["run_b"], pair["trace_id"]
-        ra, rb = replicates(a, trace), replicates(b, trace)
+        ra, rb = runs.get((a, trace)), runs.get((b, trace))
         if ra is None or rb is None:
-            return []
-        ma, mb = groups[(a, trace)], groups[(b, trace)]
-        rows = []
-        for metric in sorted(set(ma.metrics) & set(mb.metrics)):
-            ja, jb = ma.metrics.index(metric), mb.metrics.index(metric)
-            iv = bs.percentile_interval(ra[0][:, ja] - rb[0][:, jb], params.ci_level)
-            va, vb = ra[1][ja], rb[1][jb]
-            rows.append({"run_a": a, "run_b": b, "trace_id": trace, "metric": metric,
-                         "n_units_a": int(ma.num.shape[0]), "n_units_b": int(mb.num.shape[0]),
-                         "value_a": finite(va), "value_b": finite(vb), "diff": finite(va - vb),
+            continue
+        for metric in sorted(set(ra) & set(rb)):
+            (va, na, rep_a), (vb, nb, rep_b) = ra[metric], rb[metric]
+            iv = bs.percentile_interval(rep_a - rep_b, params.ci_level)
+            rows.append({"run_a": a, "run_b": b, "trace_id": trace, "metric": metric, "n_units_a": na,
+                         "n_units_b": nb, "value_a": finite(va), "value_b": finite(vb),
+                         "diff": None if va is None or vb is None else finite(va - vb),
                          "ci_low": finite(iv.low), "ci_high": finite(iv.high), "n_skipped_resamples": iv.n_skipped,
                          "n_resamples": params.n_resamples, "seed": params.seed, "ci_level": params.ci_level})
-        return rows
-
-    rows = [r for rs in parallel(one, pair_rows) for r in rs]
     return pa.Table.from_pylist(rows, schema=INDEPENDENT_SCHEMA)
 
 

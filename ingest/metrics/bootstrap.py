@@ -14,7 +14,10 @@ The resampling protocol (fixed, so that an independent implementation reproduces
    for a paired difference.
 3. Resample b (b = 0 .. B-1, in order) is `rng.integers(0, n_units, size=n_units)`: exactly the draws of
    `rng.integers(0, n, size=(B, n))`, which is what `scipy.stats.bootstrap` makes (with `batch=None`) for a
-   paired statistic over unit indices. Draws are taken in row chunks; chunking does not change them.
+   paired statistic over unit indices. Draws are taken in row chunks; chunking does not change them. They
+   are asked for as int32 (n < 2^31): numpy's bounded generator takes its 32-bit path for every range below
+   2^32 whatever the output type, so the values are the int64 default's, written in half the memory (~30%
+   faster; tests/python/test_metrics_bootstrap.py checks the equality).
 4. Replicate b of a metric = sum of num over the drawn units / sum of den over them (with repeats). A
    replicate whose denominator is 0 is skipped and counted.
 5. Interval = linear-interpolated quantiles (numpy's default, also scipy's) of the kept replicates at
@@ -35,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK_ROWS = 64  # resamples per chunk: keeps a chunk's count matrix in cache
+CHUNK_ROWS = 256  # resamples per chunk at most (fewer matrix products; 64 was ~10% slower at 10,000 units)
+CHUNK_DRAWS = 2_560_000  # draws per chunk at most: a chunk's count matrix stays ~20 MB for any number of units
 
 
 def stream_key(*names: str) -> int:
@@ -49,11 +53,13 @@ def stream_rng(seed: int, *names: str) -> np.random.Generator:
 
 
 def resample_counts(n_units: int, n_resamples: int, rng: np.random.Generator,
-                    chunk: int = CHUNK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+                    chunk: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (first resample, counts) where counts[r, j] = how often unit j is drawn in that resample."""
+    chunk = chunk or max(1, min(CHUNK_ROWS, CHUNK_DRAWS // max(n_units, 1)))
+    dtype = np.int32 if n_units < 2**31 else np.int64
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
-        idx = rng.integers(0, n_units, size=(rows, n_units))
+        idx = rng.integers(0, n_units, size=(rows, n_units), dtype=dtype)
         counts = np.empty((rows, n_units), dtype=np.float64)
         for r in range(rows):
             counts[r] = np.bincount(idx[r], minlength=n_units)

@@ -2,9 +2,10 @@
 `--full-refresh` build of the same lake (the oracle: everything recomputed from nothing).
 
 On the hand-built lake of test_metrics_dbt: build; then add a run (with its trace), change the text of a
-generation of an existing run and remove a run; build incrementally; compare every PropMe mart and the three
-incremental models row by row with a full refresh. Then the same after changing propme_* vars. Rows whose
-inputs did not change must be reused, not recomputed (DuckDB keeps a row's rowid until it is deleted).
+generation of an existing run and remove a run; build incrementally; compare every PropMe mart and the
+incremental models (the three per-generation ones and the two per-run bootstraps) row by row with a full
+refresh. Then the same after changing propme_* vars. Rows whose inputs did not change must be reused, not
+recomputed (a value written into one by hand survives an incremental build).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.slow
 
 SELECT = ["+path:models/marts/propme", "stg_corpora"]
 NO_TESTS = ["test_type:data", "test_type:unit"]
-INCREMENTAL = ["int_generation_text_checks", "int_span_loops", "int_generation_facts"]
+INCREMENTAL = ["int_generation_text_checks", "int_span_loops", "int_generation_facts", "int_setting_bootstrap",
+               "int_cumulative_filter_bootstrap"]
 VARS = "{propme_bootstrap_resamples: 20}"
 NEW_TEXT = "Permission is hereby granted, free of charge, to any person obtaining a copy"
 
@@ -39,6 +41,8 @@ def _build(home: Path, full_refresh: bool = False, vars_: str = VARS) -> None:
 def _tables(home: Path) -> dict[str, list[tuple]]:
     """Every PropMe mart and incremental model, rows sorted (floats rounded to 12 significant digits)."""
     def norm(v):
+        if isinstance(v, list):  # bootstrap replicates (NaN = a skipped resample, which != itself)
+            return tuple("nan" if isinstance(x, float) and math.isnan(x) else norm(x) for x in v)
         return float(f"{v:.12g}") if isinstance(v, float) and math.isfinite(v) else v
 
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
@@ -52,21 +56,24 @@ def _tables(home: Path) -> dict[str, list[tuple]]:
     return out
 
 
-TAMPER = [("int_generation_text_checks", "is_blank", "generation_id"),
-          ("int_span_loops", "is_loop", "generation_id"),
-          ("int_generation_facts", "full_match_raw", "generation_id")]
+TAMPER = [("int_generation_text_checks", "is_blank", "generation_id", "pre_p1_0"),
+          ("int_span_loops", "is_loop", "generation_id", "pre_p1_0"),
+          ("int_generation_facts", "full_match_raw", "generation_id", "pre_p1_0"),
+          # a run none of whose generations is tampered above (their facts feed its units)
+          ("int_setting_bootstrap", "ci_low", "run_id", "r_gen"),
+          ("int_cumulative_filter_bootstrap", "ci_low", "run_id", "r_gen")]
 
 
-def _tamper(home: Path, generation_id: str) -> None:
+def _tamper(home: Path) -> None:
     with duckdb.connect(str(db_path(home))) as con:
-        for table, col, key in TAMPER:
-            con.execute(f"update {table} set {col} = null where {key} = ?", [generation_id])
+        for table, col, key, value in TAMPER:
+            con.execute(f"update {table} set {col} = null where {key} = ?", [value])
 
 
-def _tampered(home: Path, generation_id: str) -> list[bool]:
+def _tampered(home: Path) -> list[bool]:
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
         return [con.execute(f"select count(*) > 0 and bool_and({col} is null) from {table} where {key} = ?",
-                            [generation_id]).fetchone()[0] for table, col, key in TAMPER]
+                            [value]).fetchone()[0] for table, col, key, value in TAMPER]
 
 
 def _change_lake(home: Path) -> None:
@@ -126,11 +133,11 @@ def test_incremental_builds_equal_a_full_refresh(tmp_path: Path) -> None:
 
     # rows whose inputs did not change are reused: a hand-made change survives an incremental build, and a
     # full refresh undoes it
-    _tamper(home, "pre_p1_0")
+    _tamper(home)
     _build(home, vars_=new_vars)
-    assert _tampered(home, "pre_p1_0") == [True, True, True]
+    assert _tampered(home) == [True] * len(TAMPER)
     _build(home, full_refresh=True, vars_=new_vars)
-    assert _tampered(home, "pre_p1_0") == [False, False, False]
+    assert _tampered(home) == [False] * len(TAMPER)
 
     # a model whose columns changed since the last build: one line that names the fix
     with duckdb.connect(str(db_path(home))) as con:

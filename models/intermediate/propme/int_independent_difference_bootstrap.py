@@ -1,5 +1,6 @@
 """One row per (pair of prompt-free runs, metric both have): metric(run_a) - metric(run_b) with an independent
-percentile bootstrap interval (each run resampled on its own stream, as in int_setting_bootstrap)."""
+percentile bootstrap interval: each run's replicates are its own in int_setting_bootstrap (its own stream),
+read back, not drawn again."""
 
 
 def model(dbt, session):
@@ -11,5 +12,6 @@ def model(dbt, session):
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     pairs = arrow_of(dbt.ref("int_unpaired_run_pairs"))
     runs = sorted(set(pairs.column("run_a").to_pylist()) | set(pairs.column("run_b").to_pylist()))
-    units = dbt.ref("int_metric_units").filter(f"run_id in ({sql_in_list(runs)})")  # only the paired runs
-    return independent_difference_bootstrap(pairs, arrow_of(units), params)
+    setting = dbt.ref("int_setting_bootstrap").filter(f"run_id in ({sql_in_list(runs)})").project(
+        "run_id, trace_id, metric, value, n_units_resampled, replicates")  # only the paired runs
+    return independent_difference_bootstrap(pairs, arrow_of(setting), params)

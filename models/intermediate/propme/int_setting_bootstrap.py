@@ -1,12 +1,16 @@
 """One row per (run, tracing pass, metric): value = sum(num) / sum(den) over the units of
-`int_metric_units`, its percentile bootstrap interval, and (for the PM metrics) the bootstrap replicates that
-`int_propensity_bootstrap` pairs. The math and the resampling protocol: `ingest/metrics/bootstrap.py`."""
+`int_metric_units`, its percentile bootstrap interval, and the bootstrap replicates (that
+`int_propensity_bootstrap` pairs and `int_independent_difference_bootstrap` subtracts). The math and the
+resampling protocol: `ingest/metrics/bootstrap.py`. Incremental by run (`ingest/marts/incremental.py`): a run
+is resampled again only when its units or the bootstrap vars changed (`int_setting_bootstrap_inputs`)."""
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    dbt.config(materialized="incremental", incremental_strategy="append", on_schema_change="fail")
     from ingest.marts.common import arrow_of
+    from ingest.marts.incremental import incremental_by_run
     from ingest.marts.propme import Params, setting_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
-    return setting_bootstrap(arrow_of(dbt.ref("int_metric_units")), params)
+    return incremental_by_run(dbt, session, dbt.ref("int_metric_units"), dbt.ref("int_setting_bootstrap_inputs"),
+                              lambda units: setting_bootstrap(units, params))

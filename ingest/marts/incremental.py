@@ -1,0 +1,73 @@
+"""Per-run incremental Python models: compute only the (run, tracing pass) groups whose inputs changed.
+
+A per-run bootstrap (int_setting_bootstrap, int_cumulative_filter_bootstrap) resamples each run from its own
+seeded stream over its own units, so a run's rows depend on that run's units and the bootstrap vars only.
+An SQL model beside it (`<model>_inputs`) holds one `input_hash` per (run_id, trace_id). On an incremental
+build the model first deletes its rows whose (run_id, trace_id, input_hash) is not current (a changed or
+vanished run), then computes the groups whose current hash has no row left and returns them (dbt appends
+them), each row carrying its group's hash. A first build or `--full-refresh` computes every group.
+
+The delete runs on the session dbt-duckdb hands the model, which is dbt's own connection: it is part of the
+build's transaction, so a failed build keeps the old rows. (A pre-hook cannot do it: with DuckDB 2 its
+unfetched result blocks the model's first query on that connection.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.marts.common import arrow_of
+
+_SEP = "\x1f"
+
+
+def _group_keys(t: pa.Table) -> list[str]:
+    trace = pc.fill_null(t.column("trace_id").cast(pa.string()), "\x00")
+    return pc.binary_join_element_wise(t.column("run_id").cast(pa.string()), trace, _SEP).to_pylist()
+
+
+def groups_to_compute(dbt: Any, session: Any, inputs: Any) -> pa.Table:
+    """Delete the stale rows (incremental builds only), then return the rows of `inputs` (a relation of
+    run_id, trace_id, input_hash) whose hash has no row in the model's table: all of them on a first build or
+    a `--full-refresh`."""
+    current = arrow_of(inputs)
+    if not dbt.is_incremental:
+        return current
+    session.execute(f"""
+        delete from {dbt.this} as old
+        where not exists (
+            select 1 from ({inputs.sql_query()}) as cur
+            where cur.run_id is not distinct from old.run_id and cur.trace_id is not distinct from old.trace_id
+                and cur.input_hash = old.input_hash)""").fetchall()
+    stored = arrow_of(session.sql(f"select distinct run_id, trace_id, input_hash from {dbt.this}"))
+    have = set(_group_keys(stored))
+    return current.filter(pa.array([k not in have for k in _group_keys(current)], pa.bool_()))
+
+
+def sql_group_filter(groups: pa.Table) -> str:
+    """A WHERE condition that selects the rows of these (run_id, trace_id) groups (false when there is none)."""
+    keys = sorted(set(_group_keys(groups)))
+    if not keys:
+        return "false"
+    items = ", ".join("'" + k.replace("'", "''") + "'" for k in keys)
+    return f"run_id || chr(31) || coalesce(trace_id, chr(0)) in ({items})"
+
+
+def with_input_hash(result: pa.Table, groups: pa.Table) -> pa.Table:
+    """`result` (rows keyed by run_id, trace_id) with its group's input_hash appended as the last column."""
+    lookup = dict(zip(_group_keys(groups), groups.column("input_hash").to_pylist()))
+    hashes = [lookup[k] for k in _group_keys(result)] if result.num_rows else []
+    return result.append_column(pa.field("input_hash", pa.string()), pa.array(hashes, pa.string()))
+
+
+def incremental_by_run(dbt: Any, session: Any, units: Any, inputs: Any,
+                       compute: Callable[[pa.Table], pa.Table]) -> pa.Table:
+    """The whole pattern: the groups to compute (`inputs`: the `<model>_inputs` relation), their rows of
+    `units` (a relation with run_id and trace_id), `compute(those rows)`, the hash column. (The models pass
+    relations, not names: dbt finds a Python model's dependencies in its own `dbt.ref("...")` calls.)"""
+    groups = groups_to_compute(dbt, session, inputs)
+    return with_input_hash(compute(arrow_of(units.filter(sql_group_filter(groups)))), groups)
