@@ -60,6 +60,17 @@ def label_bars(ax, bars, labels, tops=None, fontsize: int = 7, rotation: int = 9
                     ha="center", va="bottom", rotation=rotation, fontsize=fontsize)
 
 
+def interval_bars(ax, got: dict, keys: list, value: str, offset: float, width: float, label: str):
+    """One bar per key (`got[key][value]`, NaN-safe) with its ci_low/ci_high as error bars, shifted by
+    `offset`; returns (bars, upper ends of the intervals) for `label_bars`."""
+    v = np.array([got[k][value] if k in got else np.nan for k in keys], float)
+    lo = np.array([got[k]["ci_low"] if k in got else np.nan for k in keys], float)
+    hi = np.array([got[k]["ci_high"] if k in got else np.nan for k in keys], float)
+    err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
+    bars = ax.bar(np.arange(len(keys)) + offset, np.nan_to_num(v), width, yerr=err, capsize=3, label=label)
+    return bars, hi
+
+
 def _fmt(v, lo=None, hi=None, digits: int = 3) -> str:
     if v is None:
         return ""
@@ -266,12 +277,7 @@ def source_duplication(con, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(8, 4))
     for j, run in enumerate(runs):
         got = {r["bucket"]: r for r in rows if r["run_id"] == run}
-        v = np.array([got[b]["te"] if b in got else np.nan for b in buckets], float)
-        lo = np.array([got[b]["ci_low"] if b in got else np.nan for b in buckets], float)
-        hi = np.array([got[b]["ci_high"] if b in got else np.nan for b in buckets], float)
-        err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
-        bars = ax.bar(np.arange(len(buckets)) + (j - (len(runs) - 1) / 2) * width, np.nan_to_num(v), width,
-                      yerr=err, capsize=3, label=labels[run])
+        bars, hi = interval_bars(ax, got, buckets, "te", (j - (len(runs) - 1) / 2) * width, width, labels[run])
         label_bars(ax, bars, [f"{labels[run]}\nn={got[b]['n_prompts']}" if b in got else "" for b in buckets], hi,
                    rotation=0)
     ax.set_xticks(np.arange(len(buckets)), [f"{b}" for b in buckets])
@@ -318,12 +324,8 @@ def prompt_closeness(con, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(max(6, 2.8 * len(sets)), 4))
     for j, g in enumerate(groups):
         got = {(r["corpus_name"] or "", r["prompt_set"]): r for r in rows if r["item_group"] == g}
-        v = np.array([got[k]["mean_similarity"] if k in got else np.nan for k in sets], float)
-        lo = np.array([got[k]["ci_low"] if k in got else np.nan for k in sets], float)
-        hi = np.array([got[k]["ci_high"] if k in got else np.nan for k in sets], float)
-        err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
-        bars = ax.bar(np.arange(len(sets)) + (j - (len(groups) - 1) / 2) * width, np.nan_to_num(v), width,
-                      yerr=err, capsize=3, label=GROUP_LABELS[g])
+        bars, hi = interval_bars(ax, got, sets, "mean_similarity", (j - (len(groups) - 1) / 2) * width, width,
+                                 GROUP_LABELS[g])
         label_bars(ax, bars, [f"n={got[k]['n_items']}" if k in got else "" for k in sets], hi, rotation=0)
     ax.set_xticks(np.arange(len(sets)), [f"{c}\nset {p[:8]}" for c, p in sets], fontsize=8)
     ax.set_ylabel("cosine similarity to the nearest training document")
