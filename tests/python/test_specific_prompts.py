@@ -325,8 +325,6 @@ def test_training_samples_are_seeded_and_disjoint_when_the_corpus_allows() -> No
     assert sample_doc_indices(20, 50, 43) == list(range(20))  # k above the corpus: every document
 
 
-@pytest.mark.xfail(strict=True, reason="read_candidate_docs takes `obj.get(\"id\") or ...`: an id of 0 (or \"\") is "
-                   "falsy and is replaced by file:line, so the prompt's source_doc no longer names the document")
 def test_read_candidate_docs_keeps_an_id_of_zero(tmp_path: Path) -> None:
     f = tmp_path / "c.jsonl"
     f.write_text('{"text": "A.", "id": 0}\n{"text": "B.", "id": 1}\n')

@@ -51,8 +51,8 @@ def read_candidate_docs(path: str | Path, source_field: str = "source") -> list[
                 raise UserError(f"{path}, line {i}: not valid JSON; one JSON object a line is expected") from None
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise UserError(f"{path}, line {i}: each line needs a string \"text\" field")
-            source = obj.get(source_field) or obj.get("source") or obj.get("domain") or path.stem
-            doc_id = str(obj.get("id") or obj.get("doc_id") or f"{path.name}:{i}")
+            source = _first_present(obj, (source_field, "source", "domain"), path.stem)
+            doc_id = str(_first_present(obj, ("id", "doc_id"), f"{path.name}:{i}"))
             if doc_id in seen:
                 raise UserError(f"{path}, line {i}: id {doc_id!r} appears twice; ids must be unique")
             seen.add(doc_id)
@@ -60,6 +60,15 @@ def read_candidate_docs(path: str | Path, source_field: str = "source") -> list[
     if not docs:
         raise UserError(f"{path}: no candidate documents; the file is empty")
     return docs
+
+
+def _first_present(obj: dict, keys: tuple[str, ...], default):
+    """The first of `keys` that is present and not null/empty-string (an id of 0 is an id)."""
+    for k in keys:
+        v = obj.get(k)
+        if v is not None and v != "":
+            return v
+    return default
 
 
 def sample_per_source(docs: list[CandidateDoc], per_source: int, seed: int) -> list[CandidateDoc]:
