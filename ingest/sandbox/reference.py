@@ -47,10 +47,13 @@ def _file_id(doc_id: str) -> str:
 
 def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain: int = 150, seed: int = 0,
                        prefix_bytes: int = 600, pieces_per_file: int = 2,
-                       exclude: Iterable[Path] = ()) -> list[Document]:
+                       exclude: Iterable[Path] = (), bytes_per_domain: int | None = None) -> list[Document]:
     """Up to `per_domain` reference documents per real-text domain of the corpus, from files it did not use
     (nor those of the corpus.jsonl files in `exclude`); plus up to `per_domain` prefixes of the canary when the corpus
-    has one. Deterministic for a given machine."""
+    has one. Deterministic for a given machine.
+
+    `pieces_per_file=0` takes every piece of a chunked file (whole files, sampled the way the corpus samples
+    them, rather than two pieces of each); `bytes_per_domain` stops a domain once that many bytes are taken."""
     size = get_size(size)
     training = list(read_corpus(corpus_jsonl))
     used = {_file_id(d.id) for d in training}
@@ -79,10 +82,10 @@ def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain
             continue
         cands, load = sources[domain]
         rng = random.Random(f"lmaudit-reference-{seed}-{domain}")
-        taken = 0
+        taken = taken_bytes = 0
         # the reverse of the corpus's hash order: files a small budget never reaches come first
         for doc_id, source, _size, handle in sorted(cands, key=lambda c: _order_key(c[0]), reverse=True):
-            if taken >= per_domain:
+            if taken >= per_domain or (bytes_per_domain is not None and taken_bytes >= bytes_per_domain):
                 break
             if doc_id in used:
                 continue
@@ -91,12 +94,14 @@ def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain
                 continue
             if size.chunk_bytes > 0:
                 pieces = split_pieces(text, size.chunk_bytes)
-                picked = sorted(rng.sample(range(len(pieces)), min(pieces_per_file, len(pieces))))
+                n_pick = len(pieces) if pieces_per_file <= 0 else min(pieces_per_file, len(pieces))
+                picked = sorted(rng.sample(range(len(pieces)), n_pick))
             else:
                 pieces, picked = split_pieces(text, prefix_bytes)[:1], [0]
             for k in picked[: per_domain - taken]:
                 out.append(Document(f"reference/{doc_id}#{k:04d}", domain, source, pieces[k]))
                 taken += 1
+                taken_bytes += len(pieces[k].encode("utf-8"))
     return out
 
 

@@ -110,7 +110,7 @@ def test_the_training_text_gives_back_the_true_mixture(toy) -> None:
     # the truth itself violates no constraint of the full LP
     table = word_table(tok, refs_of(toy["train"]))
     log = replay(table.symbols, tok.merges, tok.merged)
-    _, rows = CountReplay(log, per_byte(table.freqs(), table.word_bytes)).all_constraints()
+    _, _, rows = CountReplay(log, per_byte(table.freqs(), table.word_bytes)).all_constraints()
     assert max(r @ toy["truth"] for r in rows) <= 1e-6
 
 
@@ -121,15 +121,75 @@ def test_lazy_constraints_reach_the_optimum_of_the_full_lp(toy) -> None:
     merges = tok.merges[:80]
     log = replay(table.symbols, merges, tok.merged)
     Fn = per_byte(table.freqs(), table.word_bytes)
-    lazy = solve_mixture(log, Fn, top_k=2)
-    steps, rows = CountReplay(log, Fn).all_constraints()
-    alpha, _, objective = solve_lp(steps, rows, Fn.shape[1], log.n_steps)
+    lazy = solve_mixture(log, Fn, top_k=2, pair_slack=False)
+    steps, _, rows = CountReplay(log, Fn).all_constraints()
+    alpha, _, _, objective = solve_lp(steps, rows, Fn.shape[1], log.n_steps)
     assert lazy.status == "optimal" and lazy.objective > 0
     assert lazy.n_constraints < len(rows)
     assert lazy.objective == pytest.approx(objective, rel=1e-6)
     # the lazy optimum is feasible for every constraint of the full LP (it may be another optimal vertex)
     viol = max(r @ lazy.alpha - lazy.slack[t] for t, r in zip(steps, rows))
     assert viol <= 1e-6 * max(1.0, objective)
+
+
+def test_lazy_constraints_with_pair_slack_reach_the_optimum_of_the_full_lp(toy) -> None:
+    """The paper's LP (a slack per merge step and one per pair): lazily built = every constraint at once."""
+    tok = load_bpe(toy["path"])
+    table = word_table(tok, refs_of({d: toy["docs"][d][150:] for d in LETTERS}))
+    log = replay(table.symbols, tok.merges[:80], tok.merged)
+    Fn = per_byte(table.freqs(), table.word_bytes)
+    lazy = solve_mixture(log, Fn, top_k=2, pair_slack=True)
+    steps, pairs, rows = CountReplay(log, Fn).all_constraints()
+    _, _, u_full, objective = solve_lp(steps, rows, Fn.shape[1], log.n_steps, pairs)
+    assert lazy.status == "optimal" and 0 < lazy.objective and lazy.n_constraints < len(rows)
+    assert lazy.objective == pytest.approx(objective, rel=1e-6)
+    u = np.zeros(log.n_pairs)
+    for p, v in lazy.pair_slack.items():
+        u[p] = v
+    viol = max(r @ lazy.alpha - lazy.slack[t] - u[p] for t, p, r in zip(steps, pairs, rows))
+    assert viol <= 1e-6 * max(1.0, objective)
+    # the per-pair slack can only lower the optimum of the LP with per-step slack alone
+    assert objective <= solve_mixture(log, Fn, top_k=2, pair_slack=False).objective + 1e-6
+
+
+def test_an_over_represented_pair_costs_once_with_pair_slack(toy) -> None:
+    """Known answer: the training text as reference, plus one string in domain c's reference that the training
+    text never had ("zqx" 40 times: a name only the reference files use). Its pairs out-count the late merges
+    at every step. With a slack per pair it is paid once and the mixture is exact; with slack per step alone
+    it is paid at every step, and the LP takes weight from c."""
+    tok = load_bpe(toy["path"])
+    ref = {d: list(v) for d, v in toy["train"].items()}
+    ref["c"] = ref["c"] + [" ".join(["zqx"] * 40)]
+    table = word_table(tok, refs_of(ref))
+    log = replay(table.symbols, tok.merges, tok.merged)
+    Fn = per_byte(table.freqs(), table.word_bytes)
+    train_bytes = np.array([sum(len(t.encode()) for t in toy["train"][d]) for d in sorted(LETTERS)])
+    want = toy["truth"] / train_bytes * (table.word_bytes @ table.freqs())  # c's reference has 160 more bytes
+    want = want / want.sum()
+    with_pairs = solve_mixture(log, Fn, pair_slack=True)
+    np.testing.assert_allclose(with_pairs.alpha, want, atol=1e-6)
+    assert len(with_pairs.pair_slack) > 0
+    steps_only = solve_mixture(log, Fn, pair_slack=False)
+    assert np.abs(steps_only.alpha - want).max() > 0.01
+
+
+def test_merge_log_prefix_equals_a_replay_of_fewer_merges(toy) -> None:
+    tok = load_bpe(toy["path"])
+    table = word_table(tok, refs_of({d: toy["docs"][d][:20] for d in LETTERS}))
+    full = replay(table.symbols, tok.merges, tok.merged).first(50)
+    short = replay(table.symbols, tok.merges[:50], tok.merged)
+    assert [full.pairs[i] for i in full.merge_pair] == [short.pairs[i] for i in short.merge_pair]
+    F = table.freqs()
+
+    def nonzero(log, C):
+        return {log.pairs[p]: tuple(C[p]) for p in np.flatnonzero(np.abs(C).sum(axis=1) > 0)}
+
+    states = zip(CountReplay(full, F).states(np.ones(3)), CountReplay(short, F).states(np.ones(3)))
+    n = 0
+    for (_, C1, _), (_, C2, _) in states:
+        assert nonzero(full, C1) == nonzero(short, C2)
+        n += 1
+    assert n == 51
 
 
 def test_held_out_text_recovers_the_mixture_with_an_interval(toy) -> None:

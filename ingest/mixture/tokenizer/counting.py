@@ -64,6 +64,14 @@ class MergeLog:
     def n_pairs(self) -> int:
         return len(self.pairs)
 
+    def first(self, n: int) -> "MergeLog":
+        """The log of the first `n` merges only (a prefix of the replay: later merges change nothing before)."""
+        n = max(0, min(int(n), self.n_steps))
+        keep = self.ev_step < n
+        return MergeLog(pairs=self.pairs, merge_pair=self.merge_pair[:n], ev_step=self.ev_step[keep],
+                        ev_word=self.ev_word[keep], ev_pair=self.ev_pair[keep], ev_delta=self.ev_delta[keep],
+                        n_words=self.n_words)
+
     def step_bounds(self) -> np.ndarray:
         """`b[t + 1]:b[t + 2]` slices the events of step t; `b[0]:b[1]` the initial ones (step -1)."""
         return np.searchsorted(self.ev_step, np.arange(-1, self.n_steps + 1), side="left")

@@ -4,10 +4,15 @@ A BPE trainer picks, at step t, the pair with the highest count in its training 
 is a mixture with weights alpha of domains whose (per-byte) pair counts at step t are c_i,t(p), the chosen
 merge m_t satisfies, for every other pair p,
 
-    sum_i alpha_i (c_i,t(p) - c_i,t(m_t)) <= v_t          v_t >= 0, alpha on the simplex,
+    sum_i alpha_i (c_i,t(p) - c_i,t(m_t)) <= v_t + u_p      v_t, u_p >= 0, alpha on the simplex,
 
-with v_t = 0 exactly when the references are the training data. Reference text is only a sample of each
-domain, so the constraints are relaxed by slack v_t and the LP minimises sum_t v_t (HiGHS via scipy).
+with every slack 0 when the references are the training data. Reference text is only a sample of each
+domain, so the constraints are relaxed and the LP minimises sum_t v_t + sum_p u_p (HiGHS via scipy). The two
+kinds of slack are the paper's (and its code's): v_t relaxes every constraint of merge step t (the merge was
+a near tie in the reference text), u_p every constraint of pair p at *all* steps (p is over-represented in the
+reference text: a name or phrase that the reference files have and the training files had not). Without u_p
+such a pair is charged again at every step it out-counts the merge, hundreds of times, and the LP moves
+alpha away from the domain that holds it; with u_p it costs once. `pair_slack=False` gives the LP with v_t only.
 
 There is one constraint per (step, pair): millions for a real vocabulary. Only the pairs that are nearly the
 most frequent at a step can bind, so constraints are added lazily: solve with the ones found so far, replay
@@ -33,6 +38,7 @@ class LpSolution:
     alpha: np.ndarray  # (n_domains,) on the simplex
     slack: np.ndarray  # (n_steps,) v_t
     objective: float  # sum of the slack (counts per million bytes)
+    pair_slack: dict  # pair id -> u_p, for the pairs with a constraint (empty without pair slack)
     n_constraints: int
     iterations: int  # LP solves
     status: str  # "optimal" or "max_iter"
@@ -76,10 +82,12 @@ class CountReplay:
         return np.maximum(out, 1e-12)
 
     def violations(self, alpha: np.ndarray, slack: np.ndarray, top_k: int, tol: float,
-                   seen: set[tuple[int, int]], scale: np.ndarray | None = None) -> tuple[list[int], list[np.ndarray]]:
-        """Constraints (step, row) violated at (alpha, slack) and not in `seen`: at most `top_k` per step,
-        the most violated first; rows are divided by `scale[t]` (default 1). `seen` is updated."""
-        steps, rows = [], []
+                   seen: set[tuple[int, int]], scale: np.ndarray | None = None,
+                   pair_slack: np.ndarray | None = None) -> tuple[list[int], list[int], list[np.ndarray]]:
+        """Constraints (step, pair, row) violated at (alpha, slack, pair_slack) and not in `seen`: at most
+        `top_k` per step, the most violated first; rows are divided by `scale[t]` (default 1). `seen` is
+        updated. `pair_slack` (n_pairs,) is u_p; None = no pair slack."""
+        steps, pairs, rows = [], [], []
         zero = np.zeros(self.n)
         for t, C, w in self.states(alpha):
             if t == self.log.n_steps:
@@ -87,21 +95,24 @@ class CountReplay:
             m = int(self.log.merge_pair[t])
             wm = w[m] if m >= 0 else 0.0
             st = 1.0 if scale is None else scale[t]
-            idx = np.flatnonzero(w > wm + (slack[t] + tol) * st)
+            excess = w if pair_slack is None else w - pair_slack * st
+            idx = np.flatnonzero(excess > wm + (slack[t] + tol) * st)
             if idx.size:
                 if idx.size > top_k:
-                    idx = idx[np.argpartition(-w[idx], top_k - 1)[:top_k]]
+                    idx = idx[np.argpartition(-excess[idx], top_k - 1)[:top_k]]
                 cm = C[m] if m >= 0 else zero
                 for p in idx.tolist():
                     if (t, p) not in seen:
                         seen.add((t, p))
                         steps.append(t)
+                        pairs.append(p)
                         rows.append((C[p] - cm) / st)
-        return steps, rows
+        return steps, pairs, rows
 
-    def all_constraints(self) -> tuple[list[int], list[np.ndarray]]:
-        """Every (step, pair) constraint that some alpha could violate: the full LP, for tests on small inputs."""
-        steps, rows = [], []
+    def all_constraints(self) -> tuple[list[int], list[int], list[np.ndarray]]:
+        """Every (step, pair, row) constraint that some alpha could violate: the full LP, for tests on small
+        inputs."""
+        steps, pairs, rows = [], [], []
         zero = np.zeros(self.n)
         for t, C, _ in self.states(np.full(self.n, 1.0 / self.n)):
             if t == self.log.n_steps:
@@ -111,8 +122,9 @@ class CountReplay:
             for p in np.flatnonzero((D > 0).any(axis=1)).tolist():
                 if p != m:
                     steps.append(t)
+                    pairs.append(p)
                     rows.append(D[p].copy())
-        return steps, rows
+        return steps, pairs, rows
 
 
 def _groups(log: MergeLog):
@@ -129,57 +141,77 @@ def _groups(log: MergeLog):
     return order, starts, group_pair, step_groups
 
 
-def solve_lp(steps: list[int], rows: list[np.ndarray], n: int, n_steps: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """min sum v  s.t.  row . alpha - v_step <= 0, alpha on the simplex, v >= 0 (HiGHS)."""
+def solve_lp(steps: list[int], rows: list[np.ndarray], n: int, n_steps: int, pairs: list[int] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, dict, float]:
+    """min sum v + sum u  s.t.  row . alpha - v_step - u_pair <= 0, alpha on the simplex, v, u >= 0 (HiGHS).
+
+    `pairs[r]` is the pair of row r (its u column); None = no pair slack. Returns alpha, v (n_steps,),
+    u as {pair: value} and the objective."""
     from scipy import sparse
     from scipy.optimize import linprog
 
     slack = np.zeros(n_steps)
     if not rows:
-        return np.full(n, 1.0 / n), slack, 0.0
-    used, s_idx = np.unique(np.asarray(steps), return_inverse=True)
+        return np.full(n, 1.0 / n), slack, {}, 0.0
     R = len(rows)
-    A = sparse.hstack([sparse.csr_matrix(np.vstack(rows)),
-                       sparse.csr_matrix((-np.ones(R), (np.arange(R), s_idx)), shape=(R, len(used)))]).tocsr()
-    c = np.r_[np.zeros(n), np.ones(len(used))]
-    A_eq = np.r_[np.ones(n), np.zeros(len(used))][None, :]
+    used, s_idx = np.unique(np.asarray(steps), return_inverse=True)
+    blocks = [sparse.csr_matrix(np.vstack(rows)),
+              sparse.csr_matrix((-np.ones(R), (np.arange(R), s_idx)), shape=(R, len(used)))]
+    used_p = np.zeros(0, dtype=np.int64)
+    if pairs is not None:
+        used_p, p_idx = np.unique(np.asarray(pairs), return_inverse=True)
+        blocks.append(sparse.csr_matrix((-np.ones(R), (np.arange(R), p_idx)), shape=(R, len(used_p))))
+    A = sparse.hstack(blocks).tocsr()
+    n_slack = len(used) + len(used_p)
+    c = np.r_[np.zeros(n), np.ones(n_slack)]
+    A_eq = np.r_[np.ones(n), np.zeros(n_slack)][None, :]
     res = linprog(c, A_ub=A, b_ub=np.zeros(R), A_eq=A_eq, b_eq=[1.0], bounds=(0, None), method="highs")
     if res.status != 0 or res.x is None:
         raise RuntimeError(f"HiGHS did not solve the merge LP: {res.message}")
     alpha = np.clip(res.x[:n], 0, None)
     alpha = alpha / alpha.sum()
-    slack[used] = np.clip(res.x[n:], 0, None)
-    return alpha, slack, float(res.fun)
+    slack[used] = np.clip(res.x[n:n + len(used)], 0, None)
+    u = dict(zip(used_p.tolist(), np.clip(res.x[n + len(used):], 0, None).tolist()))
+    return alpha, slack, u, float(res.fun)
 
 
 def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter: int = 100, tol: float = 1e-6,
-                  start: np.ndarray | None = None, relative: bool = False) -> LpSolution:
+                  start: np.ndarray | None = None, relative: bool = False, pair_slack: bool = True) -> LpSolution:
     """The LP over all merges of `log` with lazily added constraints; `freqs` (words x domains) are the
     word frequencies of each domain's reference text, already scaled per million bytes (see `per_byte`).
     `start` is the first alpha to look for violations at (default: uniform). `relative` divides step t's
-    constraints by its top pair count, so every step weighs the same whatever its counts."""
+    constraints by its top pair count, so every step weighs the same whatever its counts. `pair_slack`: the
+    paper's u_p (see the module docstring); False = slack per step only."""
     n = freqs.shape[1]
     replay = CountReplay(log, freqs)
     scale = replay.top_counts() if relative else None
     alpha = np.full(n, 1.0 / n) if start is None else np.asarray(start, dtype=float)
     slack = np.zeros(log.n_steps)
+    u = np.zeros(log.n_pairs) if pair_slack else None
+    u_found: dict = {}
     steps: list[int] = []
+    pairs: list[int] = []
     rows: list[np.ndarray] = []
     seen: set[tuple[int, int]] = set()
     objective, status, it = 0.0, "max_iter", 0
     for it in range(1, max_iter + 1):
-        new_steps, new_rows = replay.violations(alpha, slack, top_k, tol, seen, scale)
+        new_steps, new_pairs, new_rows = replay.violations(alpha, slack, top_k, tol, seen, scale, u)
         if not new_rows:
             status = "optimal"
             it -= 1
             break
         steps += new_steps
+        pairs += new_pairs
         rows += new_rows
-        alpha, slack, objective = solve_lp(steps, rows, n, log.n_steps)
+        alpha, slack, u_found, objective = solve_lp(steps, rows, n, log.n_steps, pairs if pair_slack else None)
+        if u is not None:
+            u[:] = 0.0
+            if u_found:
+                u[np.fromiter(u_found.keys(), dtype=np.int64)] = np.fromiter(u_found.values(), dtype=float)
     if not rows:  # nothing was ever violated: every alpha fits; keep the start (uniform) and say so
         status = "unconstrained"
     return LpSolution(alpha=alpha, slack=slack, objective=objective, n_constraints=len(rows), iterations=it,
-                      status=status)
+                      status=status, pair_slack={k: v for k, v in u_found.items() if v > 0})
 
 
 def per_byte(freqs: np.ndarray, word_bytes: np.ndarray) -> np.ndarray:
