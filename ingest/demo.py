@@ -82,7 +82,8 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
             req = SpecificRequest(write_specific_candidates(paths), generic, n=plan.n_prompts, source_field="domain")
             build_specific_prompts(lake, corpus, req, progress=progress)
         else:
-            build_prompt_set(lake, corpus, s, n=plan.n_prompts, file=generic if s == "generic" else None)
+            build_prompt_set(lake, corpus, s, n=plan.n_prompts, file=generic if s == "generic" else None,
+                             progress=progress)
     timings["prompts"] = time.perf_counter() - t
 
     t = step("generate (transformers backend)")

@@ -27,6 +27,7 @@ class PromptRequest:
     file: Path | None = None
     match_file: Path | None = None
     check_leakage: bool = True
+    progress: bool = True
 
 
 SETTINGS: Registry = Registry("setting")
@@ -59,7 +60,8 @@ def _sentences(corpus, setting: str, req: PromptRequest):
         notes.append(f"length-matched {len(texts)} of {len(lens)} generic sentences")
     else:
         texts = random.Random(req.seed).sample(texts, min(req.n, len(texts)))
-    ps = S.sentences(corpus, setting, texts, req.lang, source=str(req.file), check_leakage=req.check_leakage)
+    ps = S.sentences(corpus, setting, texts, req.lang, source=str(req.file), check_leakage=req.check_leakage,
+                     progress=req.progress)
     return ps, notes
 
 
@@ -78,7 +80,8 @@ def _digest(f: Path | None) -> str | None:
 
 
 def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lang: str = "en", seed: int = 0,
-                     file: Path | None = None, match_file: Path | None = None, check_leakage: bool = True):
+                     file: Path | None = None, match_file: Path | None = None, check_leakage: bool = True,
+                     progress: bool = True):
     """Build one setting's prompts and write them (replacing an earlier build of the same setting).
     Returns the `PromptSet` and notes for the user (what the sentence reader dropped, length matching)."""
     from ingest.corpora import open_corpus
@@ -86,7 +89,7 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
 
     builder = SETTINGS.get(setting)  # an unknown setting fails before the corpus is opened
     corpus = open_corpus(lake, corpus_name)
-    req = PromptRequest(n, lang, seed, file, match_file, check_leakage)
+    req = PromptRequest(n, lang, seed, file, match_file, check_leakage, progress)
     ps, notes = builder(corpus, setting, req)
     prompt_set = make_key(corpus.corpus_id, setting, json.dumps(
         {"n": n, "lang": lang, "seed": seed, "file": _digest(file), "match_file": _digest(match_file),

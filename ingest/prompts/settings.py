@@ -124,10 +124,20 @@ def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
     return None
 
 
+def track(items, description: str, progress: bool = True):
+    """`items` with a progress bar on stderr (the leakage filter looks every sentence up in the index: for
+    1,000 sentences on a large index that is minutes)."""
+    from rich.console import Console
+    from rich.progress import track as rich_track
+
+    return rich_track(items, description=description, console=Console(stderr=True), disable=not progress,
+                      transient=True)
+
+
 def sentences(corpus: OpenCorpus, setting: str, texts: list[str], lang: str, source: str,
-              check_leakage: bool = True) -> PromptSet:
+              check_leakage: bool = True, progress: bool = True) -> PromptSet:
     rows, dropped = [], Counter()
-    for i, s in enumerate(texts):
+    for i, s in enumerate(track(texts, f"{setting}: leakage filter", progress and check_leakage)):
         reason = leakage_reason(corpus, s) if check_leakage else None
         if reason:
             dropped[reason] += 1

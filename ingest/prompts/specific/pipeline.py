@@ -147,10 +147,10 @@ def build_specific_prompts(lake, corpus_name: str, req: SpecificRequest, progres
     cands = _candidates(corpus, req, generic_lens, counts, step)
     leaked: list[tuple[C.Candidate, str]] = []
     if req.check_leakage:
-        reasons = step("leakage filter", lambda: [S.leakage_reason(corpus, c.text) for c in cands])
+        reasons = [S.leakage_reason(corpus, c.text) for c in S.track(cands, "specific: leakage filter", progress)]
         leaked = [(c, r) for c, r in zip(cands, reasons) if r]
         cands = [c for c, r in zip(cands, reasons) if not r]
-        generic = step("leakage filter (generic)", lambda: [s for s in generic if not S.leakage_reason(corpus, s)])
+        generic = [s for s in S.track(generic, "generic: leakage filter", progress) if not S.leakage_reason(corpus, s)]
     if not cands:
         raise UserError(f"{req.candidates}: no candidate sentence survived the filters ({_describe(counts, leaked)}); "
                         "add documents or lower --min-quality")
