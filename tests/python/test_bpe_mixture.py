@@ -148,6 +148,9 @@ def test_lazy_constraints_with_pair_slack_reach_the_optimum_of_the_full_lp(toy) 
         u[p] = v
     viol = max(r @ lazy.alpha - lazy.slack[t] - u[p] for t, p, r in zip(steps, pairs, rows))
     assert viol <= 1e-6 * max(1.0, objective)
+    # seeded with a solution's constraints (as bootstrap replicates are), the same optimum in at most one more round
+    again = solve_mixture(log, Fn, top_k=2, pair_slack=True, seed_keys=lazy.keys)
+    assert again.objective == pytest.approx(objective, rel=1e-6) and again.iterations <= 1
     # the per-pair slack can only lower the optimum of the LP with per-step slack alone
     assert objective <= solve_mixture(log, Fn, top_k=2, pair_slack=False).objective + 1e-6
 

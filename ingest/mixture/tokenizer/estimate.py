@@ -93,8 +93,9 @@ class TokenizerMixture:
 
 def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText], *, max_merges: int | None = None,
                                n_boot: int = 100, seed: int = 0, level: float = 0.95, top_k: int = 5,
-                               log: MergeLog | None = None) -> TokenizerMixture:
-    """Point estimate (all reference documents) and a percentile bootstrap interval over documents."""
+                               log: MergeLog | None = None, pair_slack: bool = True) -> TokenizerMixture:
+    """Point estimate (all reference documents) and a percentile bootstrap interval over documents.
+    `pair_slack`: the paper's LP, with a slack per pair as well as per merge step (`solve.solve_mixture`)."""
     t0 = time.perf_counter()
     docs = [d for d in docs if d.text]
     table = word_table(tok, docs)
@@ -103,7 +104,7 @@ def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText],
     merges = tok.merges if max_merges is None else tok.merges[:max(0, int(max_merges))]
     if log is None:
         log = replay(table.symbols, merges, tok.merged)
-    point = solve_mixture(log, per_byte(table.freqs(), table.word_bytes), top_k=top_k)
+    point = solve_mixture(log, per_byte(table.freqs(), table.word_bytes), top_k=top_k, pair_slack=pair_slack)
 
     rng = np.random.default_rng(seed)
     groups = [np.flatnonzero(table.doc_domain == i) for i in range(len(table.domains))]
@@ -113,7 +114,8 @@ def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText],
         for g in groups:
             np.add.at(weight, g[rng.integers(0, g.size, g.size)], 1.0)
         try:
-            sol = solve_mixture(log, per_byte(table.freqs(weight), table.word_bytes), top_k=top_k, start=point.alpha)
+            sol = solve_mixture(log, per_byte(table.freqs(weight), table.word_bytes), top_k=top_k, start=point.alpha,
+                                pair_slack=pair_slack, seed_keys=point.keys)
             reps.append(sol.alpha)
         except (RuntimeError, ValueError):
             failed += 1
@@ -124,7 +126,8 @@ def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText],
     n_docs = {d: int(g.size) for d, g in zip(table.domains, groups)}
     freqs = table.freqs()
     n_bytes = {d: int(table.word_bytes @ freqs[:, i]) for i, d in enumerate(table.domains)}
-    params = {"max_merges": max_merges, "top_k": top_k, "n_boot": n_boot, "seed": seed, "ci_level": level,
+    params = {"max_merges": max_merges, "top_k": top_k, "pair_slack": pair_slack, "n_boot": n_boot, "seed": seed,
+              "ci_level": level,
               "basis": "bytes", "resample": "reference documents within each domain"}
     return TokenizerMixture(domains=table.domains, estimate=point.alpha, ci_low=lo, ci_high=hi, n_docs=n_docs,
                             n_bytes=n_bytes, n_merges_used=log.n_steps, n_merges_total=len(tok.merges),

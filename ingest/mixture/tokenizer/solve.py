@@ -38,10 +38,11 @@ class LpSolution:
     alpha: np.ndarray  # (n_domains,) on the simplex
     slack: np.ndarray  # (n_steps,) v_t
     objective: float  # sum of the slack (counts per million bytes)
-    pair_slack: dict  # pair id -> u_p, for the pairs with a constraint (empty without pair slack)
     n_constraints: int
     iterations: int  # LP solves
     status: str  # "optimal" or "max_iter"
+    pair_slack: dict  # pair id -> u_p, for the pairs with a constraint (empty without pair slack)
+    keys: tuple = ()  # the (step, pair) of every constraint used: seeds the LP of a bootstrap replicate
 
 
 class CountReplay:
@@ -108,6 +109,20 @@ class CountReplay:
                         pairs.append(p)
                         rows.append((C[p] - cm) / st)
         return steps, pairs, rows
+
+    def rows_for(self, keys: list[tuple[int, int]], scale: np.ndarray | None = None) -> list[np.ndarray]:
+        """The constraint rows of the given (step, pair) keys under these counts (in the order given)."""
+        want: dict[int, list[int]] = {}
+        for i, (t, _) in enumerate(keys):
+            want.setdefault(t, []).append(i)
+        out: list[np.ndarray] = [np.zeros(self.n)] * len(keys)
+        zero = np.zeros(self.n)
+        for t, C, _ in self.states(np.full(self.n, 1.0 / self.n)):
+            for i in want.get(t, ()):
+                m = int(self.log.merge_pair[t])
+                st = 1.0 if scale is None else scale[t]
+                out[i] = (C[keys[i][1]] - (C[m] if m >= 0 else zero)) / st
+        return out
 
     def all_constraints(self) -> tuple[list[int], list[int], list[np.ndarray]]:
         """Every (step, pair, row) constraint that some alpha could violate: the full LP, for tests on small
@@ -176,12 +191,15 @@ def solve_lp(steps: list[int], rows: list[np.ndarray], n: int, n_steps: int, pai
 
 
 def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter: int = 100, tol: float = 1e-6,
-                  start: np.ndarray | None = None, relative: bool = False, pair_slack: bool = True) -> LpSolution:
+                  start: np.ndarray | None = None, relative: bool = False, pair_slack: bool = True,
+                  seed_keys: "tuple | list" = ()) -> LpSolution:
     """The LP over all merges of `log` with lazily added constraints; `freqs` (words x domains) are the
     word frequencies of each domain's reference text, already scaled per million bytes (see `per_byte`).
     `start` is the first alpha to look for violations at (default: uniform). `relative` divides step t's
     constraints by its top pair count, so every step weighs the same whatever its counts. `pair_slack`: the
-    paper's u_p (see the module docstring); False = slack per step only."""
+    paper's u_p (see the module docstring); False = slack per step only. `seed_keys`: (step, pair)
+    constraints to start from (another solution's `keys`: a bootstrap replicate then needs a round or two
+    instead of dozens); the optimum does not depend on them."""
     n = freqs.shape[1]
     replay = CountReplay(log, freqs)
     scale = replay.top_counts() if relative else None
@@ -194,6 +212,14 @@ def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter:
     rows: list[np.ndarray] = []
     seen: set[tuple[int, int]] = set()
     objective, status, it = 0.0, "max_iter", 0
+    if seed_keys:
+        keys = [(int(t), int(p)) for t, p in seed_keys if int(t) < log.n_steps]
+        seen.update(keys)
+        steps, pairs = [t for t, _ in keys], [p for _, p in keys]
+        rows = replay.rows_for(keys, scale)
+        alpha, slack, u_found, objective = solve_lp(steps, rows, n, log.n_steps, pairs if pair_slack else None)
+        if u is not None and u_found:
+            u[np.fromiter(u_found.keys(), dtype=np.int64)] = np.fromiter(u_found.values(), dtype=float)
     for it in range(1, max_iter + 1):
         new_steps, new_pairs, new_rows = replay.violations(alpha, slack, top_k, tol, seen, scale, u)
         if not new_rows:
@@ -211,7 +237,8 @@ def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter:
     if not rows:  # nothing was ever violated: every alpha fits; keep the start (uniform) and say so
         status = "unconstrained"
     return LpSolution(alpha=alpha, slack=slack, objective=objective, n_constraints=len(rows), iterations=it,
-                      status=status, pair_slack={k: v for k, v in u_found.items() if v > 0})
+                      status=status, pair_slack={k: v for k, v in u_found.items() if v > 0},
+                      keys=tuple(zip(steps, pairs)))
 
 
 def per_byte(freqs: np.ndarray, word_bytes: np.ndarray) -> np.ndarray:
