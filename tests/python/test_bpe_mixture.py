@@ -263,6 +263,8 @@ def test_cli_writes_the_estimate_and_the_marts_glue_shows_it(toy, tmp_path) -> N
     rows = Lake(home).read("tokenizer_mixture_estimates").to_pylist()
     assert [r["domain"] for r in sorted(rows, key=lambda r: r["domain"])] == ["a", "b", "c"]
     assert {r["model"] for r in rows} == {"toy-model"} and sum(r["estimate"] for r in rows) == pytest.approx(1)
+    params = json.loads(rows[0]["params"])
+    assert params["pair_slack"] is True and params["max_merges"] == 300
     mart = with_tokenizer_estimates(ESTIMATES_SCHEMA.empty_table(), Lake(home).read("runs"),
                                     Lake(home).read("tokenizer_mixture_estimates")).to_pylist()
     assert {r["estimator"] for r in mart} == {"bpe_merges"} and {r["model"] for r in mart} == {"toy-model"}
