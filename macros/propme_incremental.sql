@@ -114,11 +114,13 @@
 {#- The input hash of one (run, tracing pass) of a per-run bootstrap (int_setting_bootstrap,
     int_cumulative_filter_bootstrap): its resampling units' rows, in any order, and the bootstrap vars. A run's
     replicates come from its own seeded stream and its own units only, so this hash is everything they depend
-    on. Rows enter through DuckDB's hash(), summed and xor-ed (order-free; each row is one (unit, metric)). -#}
+    on. Rows enter through DuckDB's hash(), summed and xor-ed (order-free; each row is one (unit, metric)).
+    Numerators and denominators are hashed at float precision (~7 digits): a unit's sums over its samples are
+    parallel double sums whose last bits change from build to build, which must not count as a change. -#}
 {% macro propme_bootstrap_input_hash(units, metric_column) -%}
     {%- set row_hash -%}
-        hash({{ units }}.unit_id, {{ units }}.unit_kind, {{ units }}.{{ metric_column }}, {{ units }}.num,
-        {{ units }}.den, {{ units }}.n_generations, {{ units }}.n_eligible)
+        hash({{ units }}.unit_id, {{ units }}.unit_kind, {{ units }}.{{ metric_column }}, cast({{ units }}.num as float),
+        cast({{ units }}.den as float), {{ units }}.n_generations, {{ units }}.n_eligible)
     {%- endset -%}
     {{ propme_input_hash([
         'count(*)', 'sum(cast(' ~ row_hash ~ ' as hugeint))', 'bit_xor(' ~ row_hash ~ ')',
