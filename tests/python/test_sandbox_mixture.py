@@ -95,6 +95,27 @@ def test_reference_documents_are_held_out_and_cut_like_the_corpus(docs_heavy):
     assert refs == held_out_documents(size, summary.corpus_jsonl, per_domain=30, seed=1)  # deterministic
 
 
+def test_reference_whole_files_up_to_a_byte_budget(docs_heavy):
+    """pieces_per_file=0 takes every piece of a held-out file (sampled like the corpus, by whole files);
+    bytes_per_domain stops a domain at the first file that reaches the budget."""
+    size, summary = docs_heavy
+    refs = held_out_documents(size, summary.corpus_jsonl, per_domain=10**9, pieces_per_file=0,
+                              bytes_per_domain=5_000, seed=1)
+    used = {d.id.split("#")[0] for d in read_corpus(summary.corpus_jsonl)}
+    files: dict[str, list[int]] = {}
+    for d in refs:
+        fid, k = d.id[len("reference/"):].split("#")
+        assert fid not in used
+        files.setdefault(fid, []).append(int(k))
+    assert all(ks == list(range(len(ks))) for ks in files.values())  # every piece, in order
+    for dom in ("code", "boilerplate", "documentation", "headers"):
+        mine = [d for d in refs if d.domain == dom]
+        total = sum(len(d.text.encode()) for d in mine)
+        last = mine[-1].id.split("#")[0]
+        last_bytes = sum(len(d.text.encode()) for d in mine if d.id.split("#")[0] == last)
+        assert total >= 5_000 > total - last_bytes
+
+
 @pytest.mark.slow
 def test_reference_canary_prefixes_are_distinct(tmp_path):
     size = get_size("tiny").replace(code_bytes=20_000, boilerplate_bytes=20_000, documentation_bytes=20_000,
