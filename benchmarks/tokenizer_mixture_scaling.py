@@ -1,7 +1,7 @@
 """How the tokenizer-merge mixture estimate (bpe_merges) falls with the amount of training and reference text.
 
     python benchmarks/tokenizer_mixture_scaling.py --out /tmp/tokscale [--totals 0.33 1 4 16]
-        [--domains code headers] [--weights 0.7 0.3] [--merges 300 1000 0] [--vocab 4096]
+        [--domains code headers] [--weights 0.7 0.3] [--merges 300 1000 0] [--vocab 4096] [--denom bytes|pairs]
 
 One tokenizer per total size T (MB of training text): the sandbox's corpus builder with the given byte budget
 per domain (T x weight; documents cut into 600-byte pieces, no canary, files of at most 40 KB) and the sandbox's
@@ -73,6 +73,9 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--sets", nargs="+", default=["held-out", "held-out-half", "training-half", "oracle"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--denom", choices=["bytes", "pairs"], default="bytes",
+                    help="divide each domain's counts by its reference bytes (lmaudit) or by its initial number of "
+                         "pairs (the authors' default), converting the pair shares to byte shares after the solve")
     args = ap.parse_args()
     assert len(args.domains) == len(args.weights)
     load0 = Path("/proc/loadavg").read_text().split()[:3]
@@ -111,7 +114,13 @@ def main() -> None:
             t0 = time.perf_counter()
             table = word_table(tok, [ReferenceText(d.domain, d.text, d.id) for d in docs])
             full = replay(table.symbols, tok.merges, tok.merged)
-            F = per_byte(table.freqs(), table.word_bytes)
+            if args.denom == "pairs":  # the authors' normalisation: alpha is a share of pairs until converted
+                pairs_per_word = np.array([max(len(sym) - 1, 0) for sym in table.symbols], dtype=float)
+                F = per_byte(table.freqs(), pairs_per_word)
+                to_bytes = (table.word_bytes @ table.freqs()) / (pairs_per_word @ table.freqs())
+            else:
+                F = per_byte(table.freqs(), table.word_bytes)
+                to_bytes = np.ones(len(table.domains))
             t_replay = time.perf_counter() - t0
             ref_bytes = {dom: int(table.word_bytes @ table.freqs()[:, i]) for i, dom in enumerate(table.domains)}
             for merges in (args.merges if name != "oracle" else [0]):
@@ -121,10 +130,12 @@ def main() -> None:
                         continue
                     t1 = time.perf_counter()
                     sol = solve_mixture(log, F, pair_slack=ps)
-                    mae, oa = errors(table.domains, sol.alpha, tr)
+                    alpha = sol.alpha * to_bytes / (sol.alpha @ to_bytes)
+                    mae, oa = errors(table.domains, alpha, tr)
                     row = dict(total_mb=total, name=size.name, reference=name, ref_bytes=ref_bytes,
                                merges=log.n_steps, pair_slack=ps, mae_bytes=mae, oa_bytes=oa,
-                               est={d: round(float(x), 4) for d, x in zip(table.domains, sol.alpha)},
+                               denom=args.denom,
+                               est={d: round(float(x), 4) for d, x in zip(table.domains, alpha)},
                                truth={d: round(v, 4) for d, v in tr.items()}, constraints=sol.n_constraints,
                                rounds=sol.iterations, status=sol.status, lp_seconds=time.perf_counter() - t1,
                                replay_seconds=t_replay, words=len(table.words))
