@@ -221,6 +221,8 @@ def timed_build(home: Path, args: argparse.Namespace, label: str, full_refresh: 
         cmd += ["--vars", args.vars]
     if full_refresh:
         cmd.append("--full-refresh")
+    if args.full_tests:
+        cmd.append("--full-tests")
     load = os.getloadavg()[0]
     t = time.perf_counter()
     before = os.times()
@@ -251,6 +253,8 @@ def main() -> None:
     ap.add_argument("--add-run", action="store_true",
                     help="after the build, add one run to the lake and time an (incremental) build again")
     ap.add_argument("--full-refresh", action="store_true", help="pass --full-refresh to the first build")
+    ap.add_argument("--full-tests", action="store_true",
+                    help="pass --full-tests (unit tests and the full-scan key tests, as CI runs them) to every build")
     args = ap.parse_args()
     home = Path(args.warehouse).resolve()
     if not args.skip_write:
