@@ -95,7 +95,9 @@ def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText],
                                n_boot: int = 100, seed: int = 0, level: float = 0.95, top_k: int = 5,
                                log: MergeLog | None = None, pair_slack: bool = True) -> TokenizerMixture:
     """Point estimate (all reference documents) and a percentile bootstrap interval over documents.
-    `pair_slack`: the paper's LP, with a slack per pair as well as per merge step (`solve.solve_mixture`)."""
+    `pair_slack`: the paper's LP, with a slack per pair as well as per merge step (`solve.solve_mixture`).
+    `max_merges` None = all: with pair slack an LP over thousands of merges takes minutes, and late merges are
+    near-ties that add noise rather than signal on small tokenizers; the CLI passes 300."""
     t0 = time.perf_counter()
     docs = [d for d in docs if d.text]
     table = word_table(tok, docs)
