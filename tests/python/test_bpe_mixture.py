@@ -265,6 +265,13 @@ def test_cli_writes_the_estimate_and_the_marts_glue_shows_it(toy, tmp_path) -> N
     assert {r["model"] for r in rows} == {"toy-model"} and sum(r["estimate"] for r in rows) == pytest.approx(1)
     params = json.loads(rows[0]["params"])
     assert params["pair_slack"] is True and params["max_merges"] == 300
+    res = CliRunner().invoke(app, ["--warehouse", str(home), "mixture", "tokenizer", "--tokenizer", str(toy["path"]),
+                                   "--reference", str(ref), "--model", "toy-model", "--n-boot", "0",
+                                   "--max-merges", "0", "--step-slack-only"])
+    assert res.exit_code == 0, res.output
+    again = Lake(home).read("tokenizer_mixture_estimates").to_pylist()
+    params = json.loads(again[0]["params"])
+    assert params["pair_slack"] is False and params["max_merges"] is None and len(again) == 3  # replaced
     mart = with_tokenizer_estimates(ESTIMATES_SCHEMA.empty_table(), Lake(home).read("runs"),
                                     Lake(home).read("tokenizer_mixture_estimates")).to_pylist()
     assert {r["estimator"] for r in mart} == {"bpe_merges"} and {r["model"] for r in mart} == {"toy-model"}
