@@ -23,44 +23,46 @@ import pyarrow.compute as pc
 from ingest.marts.common import arrow_of
 
 _SEP = "\x1f"
+RUN = ("run_id", "trace_id")  # the group of a per-run model; a per-pair model passes ("run_a", "run_b", "trace_id")
 
 
-def _group_keys(t: pa.Table) -> list[str]:
-    trace = pc.fill_null(t.column("trace_id").cast(pa.string()), "\x00")
-    return pc.binary_join_element_wise(t.column("run_id").cast(pa.string()), trace, _SEP).to_pylist()
+def _group_keys(t: pa.Table, keys: tuple[str, ...] = RUN) -> list[str]:
+    cols = [pc.fill_null(t.column(k).cast(pa.string()), "\x00") for k in keys]
+    return pc.binary_join_element_wise(*cols, _SEP).to_pylist()
 
 
-def groups_to_compute(dbt: Any, session: Any, inputs: Any) -> pa.Table:
+def groups_to_compute(dbt: Any, session: Any, inputs: Any, keys: tuple[str, ...] = RUN) -> pa.Table:
     """Delete the stale rows (incremental builds only), then return the rows of `inputs` (a relation of
-    run_id, trace_id, input_hash) whose hash has no row in the model's table: all of them on a first build or
-    a `--full-refresh`."""
+    `keys` and input_hash) whose hash has no row in the model's table: all of them on a first build or a
+    `--full-refresh`."""
     current = arrow_of(inputs)
     if not dbt.is_incremental:
         return current
+    same = " and ".join(f"cur.{k} is not distinct from old.{k}" for k in keys)
     session.execute(f"""
         delete from {dbt.this} as old
         where not exists (
             select 1 from ({inputs.sql_query()}) as cur
-            where cur.run_id is not distinct from old.run_id and cur.trace_id is not distinct from old.trace_id
-                and cur.input_hash = old.input_hash)""").fetchall()
-    stored = arrow_of(session.sql(f"select distinct run_id, trace_id, input_hash from {dbt.this}"))
-    have = set(_group_keys(stored))
-    return current.filter(pa.array([k not in have for k in _group_keys(current)], pa.bool_()))
+            where {same} and cur.input_hash = old.input_hash)""").fetchall()
+    stored = arrow_of(session.sql(f"select distinct {', '.join(keys)} from {dbt.this}"))
+    have = set(_group_keys(stored, keys))
+    return current.filter(pa.array([k not in have for k in _group_keys(current, keys)], pa.bool_()))
 
 
-def sql_group_filter(groups: pa.Table) -> str:
-    """A WHERE condition that selects the rows of these (run_id, trace_id) groups (false when there is none)."""
-    keys = sorted(set(_group_keys(groups)))
-    if not keys:
+def sql_group_filter(groups: pa.Table, keys: tuple[str, ...] = RUN) -> str:
+    """A WHERE condition that selects the rows of these groups (false when there is none)."""
+    values = sorted(set(_group_keys(groups, keys)))
+    if not values:
         return "false"
-    items = ", ".join("'" + k.replace("'", "''") + "'" for k in keys)
-    return f"run_id || chr(31) || coalesce(trace_id, chr(0)) in ({items})"
+    items = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+    expr = " || chr(31) || ".join(f"coalesce(cast({k} as varchar), chr(0))" for k in keys)
+    return f"{expr} in ({items})"
 
 
-def with_input_hash(result: pa.Table, groups: pa.Table) -> pa.Table:
-    """`result` (rows keyed by run_id, trace_id) with its group's input_hash appended as the last column."""
-    lookup = dict(zip(_group_keys(groups), groups.column("input_hash").to_pylist()))
-    hashes = [lookup[k] for k in _group_keys(result)] if result.num_rows else []
+def with_input_hash(result: pa.Table, groups: pa.Table, keys: tuple[str, ...] = RUN) -> pa.Table:
+    """`result` (rows keyed by `keys`) with its group's input_hash appended as the last column."""
+    lookup = dict(zip(_group_keys(groups, keys), groups.column("input_hash").to_pylist()))
+    hashes = [lookup[k] for k in _group_keys(result, keys)] if result.num_rows else []
     return result.append_column(pa.field("input_hash", pa.string()), pa.array(hashes, pa.string()))
 
 

@@ -3,7 +3,7 @@
 
 On the hand-built lake of test_metrics_dbt: build; then add a run (with its trace), change the text of a
 generation of an existing run and remove a run; build incrementally; compare every PropMe mart and the
-incremental models (the three per-generation ones and the two per-run bootstraps) row by row with a full
+incremental models (the three per-generation ones, the per-run and per-pair bootstraps) row by row with a full
 refresh. Then the same after changing propme_* vars. Rows whose inputs did not change must be reused, not
 recomputed (a value written into one by hand survives an incremental build).
 """
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 SELECT = ["+path:models/marts/propme", "stg_corpora"]
 NO_TESTS = ["test_type:data", "test_type:unit"]
 INCREMENTAL = ["int_generation_text_checks", "int_span_loops", "int_generation_facts", "int_setting_bootstrap",
-               "int_cumulative_filter_bootstrap"]
+               "int_cumulative_filter_bootstrap", "int_source_duplication_bootstrap", "int_run_difference_bootstrap"]
 VARS = "{propme_bootstrap_resamples: 20}"
 NEW_TEXT = "Permission is hereby granted, free of charge, to any person obtaining a copy"
 
@@ -61,7 +61,8 @@ TAMPER = [("int_generation_text_checks", "is_blank", "generation_id", "pre_p1_0"
           ("int_generation_facts", "full_match_raw", "generation_id", "pre_p1_0"),
           # a run none of whose generations is tampered above (their facts feed its units)
           ("int_setting_bootstrap", "ci_low", "run_id", "r_gen"),
-          ("int_cumulative_filter_bootstrap", "ci_low", "run_id", "r_gen")]
+          ("int_cumulative_filter_bootstrap", "ci_low", "run_id", "r_gen"),
+          ("int_source_duplication_bootstrap", "ci_low", "run_id", "r2_pre")]
 
 
 def _tamper(home: Path) -> None:
