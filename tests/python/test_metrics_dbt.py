@@ -31,6 +31,7 @@ SEED = 42
 PROPME = ["+fct_setting_metrics", "+fct_propensity", "+fct_run_differences", "+fct_duplication",
           "int_prompt_traces",  # read by the analyses downstream of int_propme_params that the var tests re-run
           "+int_model_checkpoints",  # read by fct_propme_trajectory, also downstream of int_propme_params
+          "stg_prompt_closeness",  # read by int_prompt_closeness_bootstrap, also downstream of int_propme_params
           "stg_corpora"]  # all PropMe models (stg_corpora: the staging relationship tests need it)
 LOOP_TEXT = "I'm sorry. " * 5
 LICENSE = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
