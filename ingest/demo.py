@@ -41,9 +41,14 @@ def data_file(name: str) -> Path:
 
 
 def run_demo(home: Path, size: str = "default", console: Console | None = None, progress: bool = True,
-             index_tokenizer: str = "model") -> dict:
+             index_tokenizer: str = "model", threads: int = 1) -> dict:
     """Run the demo; `index_tokenizer="llama-style"` traces against a Llama-2-style index of the same corpus
-    (the model keeps its own tokenizer), with its own run ids (`sandbox-<size>-llama-<setting>`)."""
+    (the model keeps its own tokenizer), with its own run ids (`sandbox-<size>-llama-<setting>`).
+
+    `threads`: torch threads for training and generation. 1 (default) gives the same weights on every
+    machine and never meets the slowdown of two OpenMP threads on busy cores; 2 on an idle 2-core machine
+    trains ~1.7x faster (BENCHMARKS.md), with weights of its own (the sandbox cache keys on it, so changing
+    it retrains the model)."""
     from ingest.build import build
     from ingest.classify.score import score_runs
     from ingest.classify.train import train_classifier
@@ -68,7 +73,12 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
         return time.perf_counter()
 
     t = step(f"sandbox ({size}): corpus, tokenizer, index, tiny GPT-2")
-    paths, corpus = build_and_register(lake, home, size, progress=progress, index_tokenizer=index_tokenizer)
+    from ingest.sandbox.sizes import get_size
+
+    sandbox = get_size(size)
+    if threads != sandbox.threads:
+        sandbox = sandbox.replace(threads=threads)
+    paths, corpus = build_and_register(lake, home, sandbox, progress=progress, index_tokenizer=index_tokenizer)
     prefix = f"sandbox-{size}" + ("-llama" if index_tokenizer == "llama-style" else "")
     timings["sandbox"] = time.perf_counter() - t
 
@@ -87,7 +97,7 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
     timings["prompts"] = time.perf_counter() - t
 
     t = step("generate (transformers backend)")
-    be = get_backend("hf", str(paths.model_dir), batch_size=32, threads=1)
+    be = get_backend("hf", str(paths.model_dir), batch_size=32, threads=threads)
     sampling = SamplingConfig(max_new_tokens=plan.max_new_tokens)
     run_ids = []
     for s in SETTINGS:

@@ -11,10 +11,14 @@ from ingest.cli.context import console, state
 
 def demo(
     ctx: typer.Context,
-    size: Annotated[str, typer.Option(help="tiny (used by the tests: ~1.5 min on 2 idle cores, ~4.5 min on busy ones), small, or default (~13.5 min on 2 cores; BENCHMARKS.md).")] = "default",
+    size: Annotated[str, typer.Option(help="tiny (used by the tests: ~2 min on 2 idle cores), small, or default (~6.5 min on 2 idle cores, ~5 with --threads 2; several times longer on busy ones; BENCHMARKS.md).")] = "default",
     index_tokenizer: Annotated[str, typer.Option(
         help="model, or llama-style: trace against a Llama-2-style index of the same corpus while the model keeps "
              "its own tokenizer (runs sandbox-<size>-llama-*).")] = "model",
+    threads: Annotated[int, typer.Option(
+        help="torch threads for training and generation. 1: the same weights on every machine, and no "
+             "slowdown when other work shares the cores; 2 on an idle 2-core machine: ~1.7x faster training "
+             "(different weights: changing it retrains the sandbox model).", min=1)] = 1,
 ) -> None:
     """Build the sandbox, generate in all five settings, trace, build the warehouse, print the headline table."""
     from ingest.demo import PLANS, run_demo
@@ -27,7 +31,7 @@ def demo(
 
     if index_tokenizer not in INDEX_TOKENIZERS:
         raise UserError(f"unknown index tokenizer {index_tokenizer!r}; choose one of {', '.join(INDEX_TOKENIZERS)}")
-    out = run_demo(st.home, size, console, index_tokenizer=index_tokenizer)
+    out = run_demo(st.home, size, console, index_tokenizer=index_tokenizer, threads=threads)
     if not out["build"].success:
         from ingest.cli.warehouse_cmds import fail_build
 

@@ -8,10 +8,12 @@ training (never a time budget: the same size and seed give the same files on the
   the whole canary verbatim (5 of 5 seeds).
 * ``small``   - ~2 MB, vocab 8192, 3 layers x 192, context 256, 400 steps: ~3.5 minutes on 2 cores.
 * ``default`` - demo. ~0.7 MB + 150 canary copies, vocab 4096, 2 layers x 128, context 256, 800 steps on
-  1 thread: 7.5 epochs in ~8 minutes (3.4k tokens/s), final loss 3.15. Memorization needs repeats: the earlier
+  1 thread: 7.5 epochs in ~3.5 minutes on an idle core (8.0k tokens/s; 2.2 minutes with 2 threads), final loss
+  2.76 (3.15 and ~8 minutes on 2026-12-02: busier cores, other installed files). Memorization needs repeats: the earlier
   4.2 MB / 4 x 256 / 480-step default (0.8 epochs, final loss 4.97) reproduced nothing longer than 3-4 tokens
-  on average in any setting. This one reproduces its canary (up to the full 113 tokens; >= 50 tokens in 62 %
-  of unconditional samples, 2 % of minimal-cue ones); real license text stays below ~16 tokens at this size.
+  on average in any setting. This one reproduces its canary (up to the full 113 tokens; >= 50 tokens in 29-62 %
+  of unconditional samples and ~2 % of minimal-cue ones, depending on the machine's files); real license text
+  stays below ~16 tokens at this size.
 
 Timings were measured on a 2-core AVX2 machine (AMD EPYC, no native bf16); a machine with AVX-512/AMX runs
 the same steps 2-3x faster. Steps, not seconds, are the budget: retune ``steps`` for another target time.
