@@ -70,21 +70,26 @@ def _corpus(out: Path, mb: int) -> Path:
     if (folder / "done.json").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    total = n = 0
+    total = n = repeated = 0
+    files = _candidate_files()
     with open(folder / "a-code.jsonl", "w", encoding="utf-8") as f:
-        for domain, p in _candidate_files():
+        for rep in range(1000):  # past the unique text, the same files again (counted: repeats lengthen matches)
+            for domain, p in files:
+                if total >= mb << 20:
+                    break
+                try:
+                    if p.stat().st_size > MAX_FILE_BYTES:
+                        continue
+                    text = p.read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if text.strip():
+                    doc_id = str(p) if rep == 0 else f"{p}#repeat{rep}"
+                    f.write(json.dumps({"text": text, "id": doc_id, "domain": "code", "source": domain}) + "\n")
+                    total, n, repeated = total + len(text.encode()), n + 1, repeated + (rep > 0)
             if total >= mb << 20:
                 break
-            try:
-                if p.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                text = p.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            if text.strip():
-                f.write(json.dumps({"text": text, "id": str(p), "domain": "code", "source": domain}) + "\n")
-                total, n = total + len(text.encode()), n + 1
-    (folder / "done.json").write_text(json.dumps({"files": n, "bytes": total, "repeated_files": 0}))
+    (folder / "done.json").write_text(json.dumps({"files": n, "bytes": total, "repeated_files": repeated}))
     return folder
 
 
@@ -99,7 +104,8 @@ def cmd_trace(a) -> None:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     corpora = {mb: _corpus(out, mb) for mb in sorted(a.mb)}
-    tok = _tokenizer(out, corpora[max(corpora)])
+    tok = _tokenizer(out, corpora[min(max(corpora), a.tokenizer_mb)] if a.tokenizer_mb in corpora
+                     else _corpus(out, a.tokenizer_mb))
     res = _results(out)
     inputs = out / "trace_inputs.json"
     for mb, folder in corpora.items():
@@ -113,6 +119,7 @@ def cmd_trace(a) -> None:
         trace = _timed_child(["_trace", str(idx), str(inputs)])
         manifest = json.loads((idx / "lmaudit-index.json").read_text())
         res["trace"][str(mb)] = {"corpus_mb": mb, "n_tokens": manifest["n_tokens"], "n_docs": manifest["n_docs"],
+                                 "repeated_files": json.loads((folder / "done.json").read_text())["repeated_files"],
                                  "index_bytes": sum(f.stat().st_size for f in idx.rglob("*") if f.is_file()),
                                  "build": build, "trace": trace}
         _save(out, res)
@@ -223,6 +230,8 @@ def main() -> None:
     t = sub.add_parser("trace")
     t.add_argument("--mb", type=int, nargs="+", default=[32, 320])
     t.add_argument("--n", type=int, default=40, help="inputs per class")
+    t.add_argument("--tokenizer-mb", type=int, default=320,
+                   help="the corpus whose first 40 MB train the one tokenizer (the same for every index)")
     t.add_argument("--out", default="/tmp/growth")
     b = sub.add_parser("build-log")
     b.add_argument("--scale", type=float, required=True)
