@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ingest.explore.queries import Explorer, GenQuery  # noqa: E402
+from ingest.explore.queries import Explorer  # noqa: E402
 from ingest.explore.server import make_server  # noqa: E402
 from ingest.explore.static import write_static  # noqa: E402
 

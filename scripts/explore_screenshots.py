@@ -21,13 +21,16 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-home = Path(sys.argv[1]); out = Path(sys.argv[2])
+home = Path(sys.argv[1])
+out = Path(sys.argv[2])
 ex = Explorer(home)
 srv = make_server(ex, 0)
 threading.Thread(target=srv.serve_forever, daemon=True).start()
 url = f"http://127.0.0.1:{srv.server_address[1]}/"
-o = webdriver.ChromeOptions(); o.binary_location = '/usr/bin/chromium'
-for a in "--headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update --no-first-run --window-size=1400,900".split(): o.add_argument(a)
+o = webdriver.ChromeOptions()
+o.binary_location = '/usr/bin/chromium'
+for a in "--headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update --no-first-run --window-size=1400,900".split():
+    o.add_argument(a)
 d = webdriver.Chrome(service=Service(executable_path='/usr/bin/chromedriver'), options=o)
 w = WebDriverWait(d, 20)
 def go(h):
@@ -47,4 +50,5 @@ w.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#docs .doc'))
 time.sleep(0.3)
 d.save_screenshot(str(out / 'explore_generation.png'))
 print(d.find_element(By.ID, 'docs').text[:300])
-d.quit(); srv.shutdown()
+d.quit()
+srv.shutdown()

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -414,7 +415,6 @@ def test_the_catalogue_is_long_enough() -> None:
 
 def _lmaudit(*args: str, home: Path, env: dict | None = None) -> "subprocess.CompletedProcess[str]":
     """The installed `lmaudit` script (the real entry point), as a user or cron runs it."""
-    import subprocess
     import sys
 
     exe = Path(sys.executable).parent / "lmaudit"
