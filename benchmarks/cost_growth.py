@@ -64,31 +64,14 @@ def _timed_child(args: list[str]) -> dict:
 
 
 def _corpus(out: Path, mb: int) -> Path:
-    from trace_bench_data import MAX_FILE_BYTES, _candidate_files
+    from trace_bench_data import write_code_jsonl
 
     folder = out / f"corpus-{mb}mb"
     if (folder / "done.json").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    total = n = repeated = 0
-    files = _candidate_files()
-    with open(folder / "a-code.jsonl", "w", encoding="utf-8") as f:
-        for rep in range(1000):  # past the unique text, the same files again (counted: repeats lengthen matches)
-            for domain, p in files:
-                if total >= mb << 20:
-                    break
-                try:
-                    if p.stat().st_size > MAX_FILE_BYTES:
-                        continue
-                    text = p.read_bytes().decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                if text.strip():
-                    doc_id = str(p) if rep == 0 else f"{p}#repeat{rep}"
-                    f.write(json.dumps({"text": text, "id": doc_id, "domain": "code", "source": domain}) + "\n")
-                    total, n, repeated = total + len(text.encode()), n + 1, repeated + (rep > 0)
-            if total >= mb << 20:
-                break
+    # past the distinct text, the same files again (counted: repeats lengthen matches)
+    n, total, repeated = write_code_jsonl(folder / "a-code.jsonl", mb << 20, repeat=True)
     (folder / "done.json").write_text(json.dumps({"files": n, "bytes": total, "repeated_files": repeated}))
     return folder
 

@@ -59,29 +59,37 @@ def _license_files() -> list[Path]:
     return files
 
 
+def write_code_jsonl(path: Path, budget: int, repeat: bool = False) -> tuple[int, int, int]:
+    """The candidate Python files (hash order, files over MAX_FILE_BYTES skipped) as JSON Lines until `budget`
+    bytes; with `repeat`, past the distinct text the same files again (ids `PATH#repeatK`). Returns (documents,
+    bytes, repeated documents)."""
+    total = n = repeated = 0
+    files = _candidate_files()
+    with open(path, "w", encoding="utf-8") as f:
+        for rep in range(1000 if repeat else 1):
+            for domain, p in files:
+                if total >= budget:
+                    return n, total, repeated
+                try:
+                    if p.stat().st_size > MAX_FILE_BYTES:
+                        continue
+                    text = p.read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if text.strip():
+                    doc_id = str(p) if rep == 0 else f"{p}#repeat{rep}"
+                    f.write(json.dumps({"text": text, "id": doc_id, "domain": "code", "source": domain}) + "\n")
+                    total, n, repeated = total + len(text.encode()), n + 1, repeated + (rep > 0)
+    return n, total, repeated
+
+
 def build_corpus(corpus_mb: int) -> Path:
     """JSONL files of the corpus (cached); returns their folder."""
     folder = BENCH_DIR / f"corpus-{_key(mb=corpus_mb, v=1)}"
     if (folder / "done.json").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    budget = corpus_mb << 20
-    total = n = 0
-    with open(folder / "a-code.jsonl", "w", encoding="utf-8") as f:
-        for domain, p in _candidate_files():
-            if total >= budget:
-                break
-            try:
-                if p.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                text = p.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            if not text.strip():
-                continue
-            f.write(json.dumps({"text": text, "id": str(p), "domain": "code", "source": domain}) + "\n")
-            total += len(text.encode())
-            n += 1
+    n, total, _ = write_code_jsonl(folder / "a-code.jsonl", corpus_mb << 20)
     with open(folder / "b-licenses.jsonl", "w", encoding="utf-8") as f:
         for p in _license_files():
             try:
