@@ -27,7 +27,7 @@ class SentenceFile:
 _OTHER_LANGS = ("en", "de", "fr", "es", "it", "nl", "da", "sv", "pt", "pl")
 
 
-def _looks_like(text: str, lang: str, margin: float = 0.5) -> bool:
+def looks_like(text: str, lang: str, margin: float = 0.5) -> bool:
     """A cheap language check: the sentence's words are, on average, at least as frequent in `lang`
     (wordfreq Zipf scale) as in any of a few common languages, up to `margin`."""
     import wordfreq
@@ -70,7 +70,7 @@ def read_sentences(path: str | Path, lang: str = "en", max_chars: int = 500) -> 
             out.dropped[f"longer than {max_chars} characters"] += 1
         elif s in seen:
             out.dropped["duplicate"] += 1
-        elif not _looks_like(s, lang):
+        elif not looks_like(s, lang):
             out.dropped[f"not {lang}"] += 1
         else:
             seen.add(s)

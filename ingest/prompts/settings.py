@@ -17,6 +17,7 @@ from typing import Any
 from ingest.corpora import OpenCorpus
 from ingest.errors import UserError
 from ingest.lake import make_key
+from ingest.metrics.text import collapse_whitespace
 from ingest.trace.normalize import normalize_document
 
 PROMPT_FREE = ("unconditional",)
@@ -89,12 +90,6 @@ def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> 
     return PromptSet("minimal_cue", rows)
 
 
-def _one_line(text: str) -> str:
-    """Every run of whitespace, line breaks included, as one space: a sentence that a training document
-    wraps over two lines is still that document's text."""
-    return " ".join(text.split())
-
-
 def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
     """Why a sentence may have been seen in training, or None.
 
@@ -114,12 +109,12 @@ def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
             best_b, best_n = b, n
     if best_n == 0:
         return None
-    target = _one_line(normalize_document(sentence))
+    target = collapse_whitespace(normalize_document(sentence))  # a line-wrapped copy is still the text
     window = 5 * max(len(ids), 1)
     for i, doc in enumerate(eng.iter_matches(ids[best_b:best_b + best_n], max_ctx_len=window)):
         if i >= 10:
             break
-        if target in _one_line(normalize_document(tok.decode(doc.tokens))):
+        if target in collapse_whitespace(normalize_document(tok.decode(doc.tokens))):
             return "inside a retrieved training document"
     return None
 

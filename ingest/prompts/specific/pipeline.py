@@ -67,9 +67,9 @@ class SpecificResult:
 
 
 def _is_language(lang: str):
-    from ingest.prompts.sentences import _looks_like
+    from ingest.prompts.sentences import looks_like
 
-    return lambda s: C.function_word_share(s, lang) >= 0.1 and _looks_like(s, lang)
+    return lambda s: C.function_word_share(s, lang) >= 0.1 and looks_like(s, lang)
 
 
 def _generic_sentences(req: SpecificRequest) -> list[str]:
