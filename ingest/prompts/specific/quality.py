@@ -33,19 +33,19 @@ class HeuristicQuality:
     name = "heuristic"
 
     def __init__(self, lang: str = "en", min_words: int = 20, max_words: int = 100_000):
-        self.lang, self.min_words, self.max_words = lang, min_words, max_words
-
-    def _one(self, text: str) -> float:
         import wordfreq
 
+        self.lang, self.min_words, self.max_words = lang, min_words, max_words
+        self.common = set(wordfreq.top_n_list(lang, 20))
+
+    def _one(self, text: str) -> float:
         words = text.split()
         if not words:
             return 0.0
         points = float(self.min_words <= len(words) <= self.max_words)
         points += 3 <= sum(len(w) for w in words) / len(words) <= 10
         points += sum(any(c.isalpha() for c in w) for w in words) >= 0.8 * len(words)
-        common = set(wordfreq.top_n_list(self.lang, 20))
-        points += len(common & {w.lower().strip(".,;:!?\"'()") for w in words}) >= 2
+        points += len(self.common & {w.lower().strip(".,;:!?\"'()") for w in words}) >= 2
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         points += sum(ln[-1] in ".!?\"')" for ln in lines) >= 0.3 * len(lines)
         return points
