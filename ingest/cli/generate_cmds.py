@@ -31,9 +31,13 @@ def generate(
                                               "the mixture estimate, left out of PropMe marts) or other.")] = "propme",
     preset: Annotated[str | None, typer.Option(
         help="A named recipe that sets the settings, sampling, sample counts and purpose: propme (the defaults), "
-             "neutral (unconditional at temperature 1.0, 300 samples, for the mixture estimate) or llmsurgeon "
-             "(36 neutral prefixes, temperature 0.8, top-p 0.9, 512 tokens; build them with `lmaudit prompts "
-             "build --setting neutral`). It replaces those options.")] = None,
+             "neutral (unconditional at temperature 1.0, 300 samples, for the mixture estimate), llmsurgeon "
+             "(the LLMSurgeon code's sampling: their 36 neutral prompts cut to 300, temperature 0.8, top-p 0.9, 512 "
+             "tokens; build them with `lmaudit prompts build --setting llmsurgeon_neutral`) or neutral-prefixes "
+             "(lmaudit's 36 prefixes, setting neutral, same sampling, 9 each). It replaces those options.")] = None,
+    style: Annotated[str | None, typer.Option(
+        help="With --preset llmsurgeon: the authors' prompt style (Table 5): neutral, instructional, expository, "
+             "conversational, coding or category; the setting is llmsurgeon_<style>.")] = None,
     executor: Annotated[str, typer.Option(help="local (this machine) or ray (a Ray cluster).")] = "local",
     workers: Annotated[int, typer.Option(help="Workers (processes or Ray actors), each loading the model.")] = 1,
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).")] = None,
@@ -60,10 +64,12 @@ def generate(
 
     lake = state(ctx).lake
     wanted = [s.strip() for s in settings.split(",") if s.strip()]
+    if style is not None and preset is None:
+        raise UserError("--style needs --preset llmsurgeon")
     if preset is not None:
         from ingest.generate.presets import get_preset
 
-        p = get_preset(preset)
+        p = get_preset(preset, style)
         wanted, temperature, top_p, max_new_tokens = list(p.settings), p.temperature, p.top_p, p.max_new_tokens
         n_samples, n_generations, purpose = p.n_samples, p.n_generations, p.purpose
     for s in wanted:

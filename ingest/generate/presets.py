@@ -5,10 +5,15 @@
 - `neutral`: the mixture estimate's recommended sampling on this project's sandbox: unconditional samples at
   temperature 1.0, top-p 1.0 (below 1.0 the model over-produces its most likely kind of document;
   BENCHMARKS.md, mixture sandbox), 300 samples.
-- `llmsurgeon`: the LLMSurgeon code's sampling: the 36 neutral prefixes (setting `neutral`), temperature 0.8,
-  top-p 0.9, 512 new tokens, 9 samples per prefix (324, the paper's N of about 300).
+- `llmsurgeon`: LLMSurgeon's sampling as their code runs it (Yaxin9Luo/LLMSurgeon,
+  baseline_method/src/labelshift/generate.py and run_labelshift.py; the flags of every exp_scripts/ run):
+  their NEUTRAL_PROMPTS repeated 10 times and cut to the first 300 (setting `llmsurgeon_neutral`: 300 prompt
+  rows, one generation each, so 12 prompts are sampled 9 times and 24 eight times), temperature 0.8, top-p
+  0.9, 512 new tokens. `--style` swaps in another of their prompt lists (Table 5).
+- `neutral-prefixes`: lmaudit's own 36 neutral prefixes (setting `neutral`) with the same sampling, 9
+  samples each (324): what `llmsurgeon` was before the authors' list was carried over.
 
-The two mixture presets mark their runs `purpose = mixture`, which keeps them out of the PropMe marts.
+The mixture presets mark their runs `purpose = mixture`, which keeps them out of the PropMe marts.
 """
 
 from __future__ import annotations
@@ -33,11 +38,24 @@ PRESETS = {
     "propme": Preset(("unconditional", "minimal_cue", "generic", "specific", "prefix"), 0.7, 0.95, 256, 10, 10_000,
                      "propme"),
     "neutral": Preset(("unconditional",), 1.0, 1.0, 256, 1, 300, "mixture"),
-    "llmsurgeon": Preset(("neutral",), 0.8, 0.9, 512, 9, 300, "mixture"),
+    "llmsurgeon": Preset(("llmsurgeon_neutral",), 0.8, 0.9, 512, 1, 300, "mixture"),
+    "neutral-prefixes": Preset(("neutral",), 0.8, 0.9, 512, 9, 300, "mixture"),
 }
+STYLED = "llmsurgeon"  # the preset whose prompt list `--style` chooses
 
 
-def get_preset(name: str) -> Preset:
+def get_preset(name: str, style: str | None = None) -> Preset:
+    """The preset; with `style`, the `llmsurgeon` preset on the authors' prompt list of that style."""
+    from dataclasses import replace
+
+    from ingest.prompts.settings import LLMSURGEON_STYLES
+
     if name not in PRESETS:
         raise UserError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return PRESETS[name]
+    if style is None:
+        return PRESETS[name]
+    if name != STYLED:
+        raise UserError(f"--style is for --preset {STYLED}, not {name!r}")
+    if style not in LLMSURGEON_STYLES:
+        raise UserError(f"unknown style {style!r}; choose one of {', '.join(LLMSURGEON_STYLES)}")
+    return replace(PRESETS[name], settings=(f"llmsurgeon_{style}",))

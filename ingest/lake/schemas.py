@@ -12,7 +12,9 @@ import pyarrow as pa
 
 TS = pa.timestamp("us", tz="UTC")
 SETTINGS = ("unconditional", "minimal_cue", "generic", "specific", "prefix")  # PropMe's five settings
-MIXTURE_SETTINGS = ("neutral",)  # LLMSurgeon's neutral prefixes (mixture sampling, not a PropMe setting)
+MIXTURE_SETTINGS = ("neutral",  # lmaudit's 36 neutral prefixes; below, LLMSurgeon's prompt styles (mixture sampling)
+                    "llmsurgeon_neutral", "llmsurgeon_instructional", "llmsurgeon_expository",
+                    "llmsurgeon_conversational", "llmsurgeon_coding", "llmsurgeon_category")
 ALL_SETTINGS = SETTINGS + MIXTURE_SETTINGS
 PURPOSES = ("propme", "mixture", "other")  # what a run is for: PropMe marts read only propme runs
 

@@ -75,6 +75,14 @@ def _neutral(corpus, setting: str, req: PromptRequest):
     return S.neutral(corpus), []
 
 
+def _llmsurgeon(corpus, setting: str, req: PromptRequest):
+    return S.llmsurgeon_style(corpus, setting.removeprefix("llmsurgeon_")), []
+
+
+for _style in S.LLMSURGEON_STYLES:  # the authors' prompt lists (Table 5's styles), one setting each
+    SETTINGS.add(f"llmsurgeon_{_style}", _llmsurgeon)
+
+
 def _digest(f: Path | None) -> str | None:
     return hashlib.sha256(Path(f).read_bytes()).hexdigest() if f else None
 

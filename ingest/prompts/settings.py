@@ -62,13 +62,50 @@ def unconditional(corpus: OpenCorpus) -> PromptSet:
 
 
 def neutral(corpus: OpenCorpus) -> PromptSet:
-    """LLMSurgeon-style mixture sampling: 36 neutral document openings (ingest/data/neutral_prefixes.json)."""
+    """lmaudit's own 36 neutral document openings (ingest/data/neutral_prefixes.json); the authors' list is
+    the `llmsurgeon_neutral` setting."""
     import json
     from importlib import resources
 
     prefixes = json.loads((resources.files("ingest.data") / "neutral_prefixes.json").read_text())["prefixes"]
     return PromptSet("neutral", [prompt_row(corpus, "neutral", (i, p), p, corpus.tokenizer.encode(p),
                                       source="neutral prefixes (lmaudit)") for i, p in enumerate(prefixes)])
+
+
+LLMSURGEON_STYLES = ("neutral", "instructional", "expository", "conversational", "coding", "category")
+
+
+def llmsurgeon_prompt_list(style: str) -> list[str]:
+    """The prompts LLMSurgeon's code sends for one `--prompts_style`, in its order and with its repeats.
+
+    Their generate.py repeats each 36-prompt list 10 times and run_labelshift.py keeps the first
+    `--num_prompts` (300 in every script of theirs), cycling a shorter list: so the first 12 prompts are
+    used 9 times and the other 24 eight times, one generation each. `category` is their per-category style
+    prompts (7 per category, defined but not used by their scripts), all categories in one list, cycled the
+    same way. The lists are data (ingest/data/llmsurgeon_prompts.json, with their source)."""
+    import json
+    from importlib import resources
+    from itertools import cycle, islice
+
+    if style not in LLMSURGEON_STYLES:
+        raise UserError(f"unknown style {style!r}; choose one of {', '.join(LLMSURGEON_STYLES)}")
+    data = json.loads((resources.files("ingest.data") / "llmsurgeon_prompts.json").read_text(encoding="utf-8"))
+    if style == "category":
+        base = [p for prompts in data["category_styles"].values() for p in prompts]
+    else:
+        base = data["styles"][style] * int(data["repeat"])
+    n = int(data["num_prompts"])
+    return base[:n] if len(base) >= n else list(islice(cycle(base), n))
+
+
+def llmsurgeon_style(corpus: OpenCorpus, style: str) -> PromptSet:
+    """One prompt row per generation of LLMSurgeon's sampling (setting `llmsurgeon_<style>`): a prompt the
+    authors send 9 times is 9 rows, so one sample per row reproduces their counts exactly."""
+    setting = f"llmsurgeon_{style}"
+    rows = [prompt_row(corpus, setting, (i, p), p, corpus.tokenizer.encode(p),
+                       source=f"LLMSurgeon {style} prompts (Yaxin9Luo/LLMSurgeon generate.py)")
+            for i, p in enumerate(llmsurgeon_prompt_list(style))]
+    return PromptSet(setting, rows)
 
 
 def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> PromptSet:
