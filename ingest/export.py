@@ -27,16 +27,10 @@ class ExportResult:
 
 
 def _connect(home: Path):
-    import duckdb
+    """A read-only connection to the built warehouse (ingest/report/build.py imports this name)."""
+    from ingest.warehouse_db import connect_read_only
 
-    path = db_path(home)
-    if not path.exists():
-        raise UserError(f"no warehouse database at {path}; run `lmaudit build` first")
-    try:
-        return duckdb.connect(str(path), read_only=True)
-    except duckdb.IOException as e:
-        raise UserError(f"cannot open {path} read-only ({str(e).splitlines()[0]}); a build is probably running: "
-                        "export when it has finished") from None
+    return connect_read_only(home)
 
 
 def list_marts(con) -> list[str]:

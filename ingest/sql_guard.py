@@ -20,13 +20,13 @@ ALLOWED = {"SELECT", "EXPLAIN"}
 
 
 def open_read_only(db: Path, home: Path):
-    import duckdb
+    """`db` is `<home>/lmaudit.duckdb`; its staging views are re-pointed at `<home>/lake` when the warehouse was
+    moved or copied (ingest/warehouse_db.py) before file access is locked down."""
+    from ingest.warehouse_db import connect_read_only
 
-    try:
-        con = duckdb.connect(str(db), read_only=True)
-    except duckdb.IOException as e:
-        raise UserError(f"cannot open {db} read-only ({str(e).splitlines()[0]}); "
-                        "is `lmaudit build` writing it right now? retry when it finishes") from None
+    if Path(db).resolve() != (Path(home) / "lmaudit.duckdb").resolve():
+        raise ValueError(f"{db} is not the database of the warehouse {home}")
+    con = connect_read_only(home)
     lake = str((home / "lake").resolve()) + "/"
     exports = str((home / "exports").resolve()) + "/"
     con.execute("set allowed_directories = [?, ?]", [lake, exports])  # a list parameter would be one string

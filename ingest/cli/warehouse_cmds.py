@@ -82,8 +82,10 @@ def sql(
             return
         cols, rows = [d[0] for d in cur.description], cur.fetchmany(max_rows + 1)
     except duckdb.PermissionException as e:
-        raise UserError(f"lmaudit sql reads only the warehouse (its database and lake folder): "
-                        f"{str(e).splitlines()[0]}") from None
+        from ingest.warehouse_db import stale_lake_message
+
+        raise UserError(stale_lake_message(str(e), st.home) or "lmaudit sql reads only the warehouse (its database "
+                        f"and lake folder): {str(e).splitlines()[0]}") from None
     except duckdb.Error as e:
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
     finally:
@@ -97,7 +99,9 @@ def sql(
         w.writerows(rows[:max_rows])
         return
     _print_rows(cols, rows[:max_rows])
-    if len(rows) > max_rows:
+    if not rows:  # the header alone could be missed: say that the query matched nothing
+        console.print("0 rows")
+    elif len(rows) > max_rows:
         console.print(f"(first {max_rows} rows shown; use --max-rows to see more)")
 
 
@@ -119,6 +123,8 @@ def _print_rows(cols: list[str], rows: list[tuple]) -> None:
         console.print(table)
         return
     pad = max(len(c) for c in cols)
+    if not cells:
+        console.print(" | ".join(cols), highlight=False, soft_wrap=True, markup=False)
     for k, r in enumerate(cells, 1):
         console.print(Text(f"-- row {k} --", style="dim"))
         for c, v in zip(cols, r):

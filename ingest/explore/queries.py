@@ -134,11 +134,11 @@ def _dicts(cur) -> list[dict]:
 def open_warehouse(home: Path):
     """A read-only connection to the built warehouse that reads no file outside the lake (as `lmaudit sql`),
     and may create temporary tables (kept in memory, never in the warehouse file)."""
-    from ingest.export import _connect
-
     import duckdb
 
-    con = _connect(home)
+    from ingest.warehouse_db import connect_read_only
+
+    con = connect_read_only(home)  # staging views re-pointed at this warehouse's lake if it was moved or copied
     if con.execute("select current_setting('lock_configuration')").fetchone()[0]:
         # the file is already open in this process (DuckDB shares one instance per file), locked down by
         # another explorer or `open_read_only`: it stays as locked as that left it
@@ -172,6 +172,12 @@ class Explorer:
             self.con.close()
             raise UserError(f"the warehouse has no trace marts yet ({str(e).splitlines()[0]}); run `lmaudit build` "
                             "first") from None
+        except duckdb.PermissionException as e:  # a view still names another folder's lake
+            from ingest.warehouse_db import stale_lake_message
+
+            self.con.close()
+            raise UserError(stale_lake_message(str(e), home) or f"the explorer reads only the warehouse's lake: "
+                            f"{str(e).splitlines()[0]}") from None
         if run_ids:
             known = {r for (r,) in self.con.execute("select run_id from stg_runs").fetchall()}
             missing = [r for r in run_ids if r not in known]
