@@ -92,7 +92,7 @@ def test_same_texts_same_marts_and_changed_texts_are_retraced(mini_stack, home: 
     # three of eight outputs are empty or whitespace-only; the whitespace ones occur in the corpus
     assert got[("imp", "blank_rate")][0] == pytest.approx(3 / 8)
     assert got[("imp", "fmr_nonblank")][0] == pytest.approx(3 / 5)
-    assert got[("imp", "fmr")][0] > got[("imp", "fmr_nonblank")][0]
+    assert got[("imp", "fmr")][0] == pytest.approx(3 / 8)  # the whitespace outputs never count as matches
 
     # new texts under the same ids: nothing of the old trace may be used
     novel = [f"novel output number {i} about quantum zebras and violet pianos" for i in range(len(texts))]

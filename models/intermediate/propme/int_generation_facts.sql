@@ -2,6 +2,9 @@
 -- Untraced runs keep their generations with trace_id NULL and NULL span facts. A generation counts as traced
 -- by a pass only when `traced_generations` holds it with the hash of its current text; its length
 -- (n_tokens) is then the traced text's length in index tokens, never the model's own token count.
+-- A blank generation (empty or whitespace-only) never matches, as in PropMe's released code, which strips every
+-- output before tracing: its spans are ignored (longest span 0, no full match, no documents), it stays in every
+-- denominator; var propme_blank_outputs_match: true traces it like any text.
 -- Incremental (macros/propme_incremental.sql): a later build computes only the (generation, pass) rows that are
 -- new or whose inputs changed (text, tracing pass, text checks, any propme_* var); rows of vanished or changed
 -- inputs are deleted first, so the table equals a full refresh.
@@ -221,11 +224,13 @@ final as (
             todo.generation_id = generation_spans.generation_id
             and todo.trace_id = generation_spans.trace_id
             and todo.is_traced
+            and (params.blank_outputs_match or not coalesce(text_checks.is_blank, false))
     left join longest_long_span
         on
             todo.generation_id = longest_long_span.generation_id
             and todo.trace_id = longest_long_span.trace_id
             and todo.is_traced
+            and (params.blank_outputs_match or not coalesce(text_checks.is_blank, false))
     left join span_counts on longest_long_span.span_id = span_counts.span_id
 
 )

@@ -24,6 +24,7 @@ vars as (
         cast({{ var('propme_code_min_line_share') }} as double) as code_min_line_share,
         cast({{ var('propme_code_max_letter_share') }} as double) as code_max_letter_share,
         cast({{ var('propme_rare_max_count') }} as integer) as rare_max_count,
+        cast({{ var('propme_blank_outputs_match') }} as boolean) as blank_outputs_match,
         cast({{ var('propme_min_shared_prompts') }} as integer) as min_shared_prompts
 
 ),
@@ -50,6 +51,7 @@ final as (
         code_min_line_share,
         code_max_letter_share,
         rare_max_count,
+        blank_outputs_match,
         min_shared_prompts,
         cast(json_object(
             'bootstrap_resamples', bootstrap_resamples,
@@ -71,6 +73,7 @@ final as (
             'code_min_line_share', code_min_line_share,
             'code_max_letter_share', code_max_letter_share,
             'rare_max_count', rare_max_count,
+            'blank_outputs_match', blank_outputs_match,
             'min_shared_prompts', min_shared_prompts
         ) as varchar) as params
     from vars
