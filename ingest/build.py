@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -150,7 +151,8 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
 
     args = ["build"]
     if select:
-        args += ["--select", *select]
+        # a selector that matches nothing is a typo, not "nothing to do": dbt stops before running anything
+        args += ["--select", *select, "--warn-error-options", '{"error": ["NoNodesForSelectionCriteria"]}']
     exclude = [*exclude, *(() if full_tests else CI_ONLY)]
     if exclude:
         args += ["--exclude", *exclude]
@@ -192,12 +194,21 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
     result.seconds = time.perf_counter() - start
     if res.exception is not None:
         exc = res.exception
+        unmatched = _NO_MATCH.search(str(exc))
+        if unmatched:
+            raise UserError(f"--select {unmatched.group(1)} matches no model, test or seed of the dbt project; check "
+                            "the name (the models are the .sql files under models/, e.g. fct_propensity, +fct_setting_metrics, "
+                            "staging)")
         full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
         fix = "free space on the warehouse's disk and re-run `lmaudit build`" if full else \
             f"see {home / 'dbt' / 'logs'}"
         raise UserError(f"dbt could not run: {str(exc).splitlines()[0]}; {fix}")
     result.success = bool(res.success)
     return result
+
+
+# dbt's message when --warn-error-options turns NoNodesForSelectionCriteria into an error
+_NO_MATCH = re.compile(r"selection criterion '(.+?)' does not match any enabled nodes")
 
 
 def _bucket(status: str) -> str:

@@ -63,6 +63,9 @@ def generate(
     from ingest.lake import ALL_SETTINGS
 
     lake = state(ctx).lake
+    if _path_like(model) and not Path(model).expanduser().exists():
+        raise UserError(f"no model folder at {Path(model).expanduser().resolve()}; pass a folder written by "
+                        "save_pretrained, or a hub name such as gpt2 or EleutherAI/pythia-160m")
     wanted = [s.strip() for s in settings.split(",") if s.strip()]
     if style is not None and preset is None:
         raise UserError("--style needs --preset llmsurgeon")
@@ -113,3 +116,10 @@ def generate(
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
                       f"already done), {rate:,.0f} tokens/s")
 
+
+
+def _path_like(model: str) -> bool:
+    """A folder, not a hub name: absolute, ~ or ./ ../ relative, or more than one '/' (hub ids are NAME or
+    ORG/NAME). Only a path-like argument that does not exist is refused here; a hub name is the backend's to
+    resolve."""
+    return model.startswith(("/", "~", "./", "../")) or model in (".", "..") or model.count("/") > 1

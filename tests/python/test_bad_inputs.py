@@ -317,7 +317,10 @@ CASES = [
          "unknown setting 'chat'"),
     Case("generate: unknown corpus", ["generate", "--model", "m", "--corpus", "nope"], "nope"),
     Case("generate: model not found", ["generate", "--model", "{root}/no-model", "--corpus", "mini",
-                                       "--settings", "unconditional"], "no-model"),
+                                       "--settings", "unconditional"], "no model folder at"),
+    Case("generate: relative model folder not found", ["generate", "--model", "./no/such/folder", "--corpus", "mini"],
+         "no model folder at"),
+    Case("build: --select matches nothing", ["build", "--select", "nosuch_model"], "--select nosuch_model matches no"),
     Case("classify train: no references", ["classify", "train"], "reference"),
     Case("classify score: no classifier", ["classify", "score", "--run", "r1"], "no classifier"),
     Case("score: nothing to score", ["score", "--model", "m"], "--reference and/or --run"),
@@ -491,6 +494,16 @@ def test_sql_prints_values_that_look_like_markup(base, tmp_path, capsys) -> None
     assert run(["-w", str(home), "sql", "select '[/x]' as \"[b]\", '[red]' as c"]) == 0
     out = capsys.readouterr().out
     assert "[/x]" in out and "[b]" in out and "[red]" in out
+
+
+def test_sql_with_no_rows_prints_the_header_and_0_rows(base, tmp_path, capsys) -> None:
+    """An empty result printed nothing at all, which reads as a failure (or as a hang)."""
+    home = tmp_path / "wh"
+    shutil.copytree(base["home"], home)
+    capsys.readouterr()
+    assert run(["-w", str(home), "sql", "select run_id, model from stg_runs where false"]) == 0
+    out = capsys.readouterr().out
+    assert "run_id" in out and "model" in out and out.strip().endswith("0 rows")
 
 
 # -- a crash at every point of a multi-table write ------------------------------------------------------------

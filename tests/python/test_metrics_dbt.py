@@ -352,9 +352,11 @@ def test_every_metric_and_interval_matches_the_oracles(built: Path) -> None:
             assert r["n_units"] == int((den[metric] > 0).sum())
             assert r["n_resamples"] == B and r["bootstrap_seed"] == SEED
             if r["metric_kind"] == "proportion" and num[metric].sum() == 0:
-                assert r["ci_method"] == "rule_of_three"
-                assert r["ci_low"] == 0 and close(r["ci_high"], min(1.0, 3 / r["n_units"]))
+                # the paper's [0, 0], the rule-of-three bound in its own column
+                assert r["ci_method"] == "percentile_bootstrap" and r["ci_low"] == 0 and r["ci_high"] == 0
+                assert close(r["upper_rule_of_three"], min(1.0, 3 / r["n_units"]))
             else:
+                assert r["upper_rule_of_three"] is None
                 low, high = _interval(rep)
                 assert r["ci_method"] == "percentile_bootstrap"
                 assert close(r["ci_low"], low) and close(r["ci_high"], high), (run_id, metric, r, low, high)
@@ -369,9 +371,9 @@ def test_null_rows_say_why(built: Path) -> None:
     assert len(got) == 8 * n_metrics  # one row per (run, metric), every run, every metric
     assert got[("r_spec_empty", "fmr")]["value"] is None
     assert got[("r_spec_empty", "fmr")]["null_reason"] == "empty run: no generations"
-    # traced (corpus c2 has a tracing pass) but no spans: zero events -> rule of three; NVR has no pairs
-    assert got[("r4_unc", "fmr")]["value"] == 0 and got[("r4_unc", "fmr")]["ci_method"] == "rule_of_three"
-    assert close(got[("r4_unc", "fmr")]["ci_high"], 1.0)  # 3 / n_units capped at 1 (n_units = 2)
+    # traced (corpus c2 has a tracing pass) but no spans: zero events -> [0, 0]; NVR has no pairs
+    assert got[("r4_unc", "fmr")]["value"] == 0 and got[("r4_unc", "fmr")]["ci_high"] == 0
+    assert close(got[("r4_unc", "fmr")]["upper_rule_of_three"], 1.0)  # 3 / n_units capped at 1 (n_units = 2)
     assert got[("r4_unc", "nvr")]["value"] is None and got[("r4_unc", "nvr")]["null_reason"] == "no retrieved documents"
     # untraced: trace metrics NULL, text-only metrics computed
     assert got[("r5_gen", "fmr")]["null_reason"] == "not traced: run lmaudit trace --run r5_gen"
