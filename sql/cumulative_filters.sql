@@ -1,5 +1,5 @@
--- How each metric and its propensity score change as filters are applied one after another (none,
--- + degenerate, + code-like, + repetition loops, + rare spans): the paper's filter figure as a table.
+-- How FMR, NVR, R50 and their propensity scores change as the paper's filters are applied one after another
+-- (none, + short matches, + code, + duplicated text: < 10 copies, then once): its filter figure as a table.
 -- Run: lmaudit sql @sql/cumulative_filters.sql
 with
 

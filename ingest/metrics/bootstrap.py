@@ -27,7 +27,8 @@ Propensity: PM = f_p / (f_p + f_c), 0 when f_p = 0. Its replicates pair replicat
 with replicate b of the capability run; the two runs have their own streams, so they are resampled
 independently. Rounds with f_p + f_c = 0 (or an undefined side) are skipped and counted.
 Paired differences: both runs' metrics are computed from the same drawn units (the prompts they share).
-Zero events: a proportion with no event in the sample gets the rule-of-three upper bound 3 / n_units.
+Zero events: a proportion with no event in the sample has every replicate 0, so its interval is [0, 0], as the
+paper reports it; the marts keep the rule-of-three upper bound 3 / n_units (`rule_of_three_upper`) beside it.
 """
 
 from __future__ import annotations

@@ -17,16 +17,17 @@ from ingest.report.figures import _order, _rows, _save, plt
 
 WIDE_METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50", "te")
 PM_METRICS = ("fmr", "nvr", "r50", "fmr50")
-STEP_NAMES = {1: "none", 2: "+ degenerate", 3: "+ code-like", 4: "+ repetition loops", 5: "+ rare spans"}
+STEP_NAMES = {1: "none", 2: "+ short matches", 3: "+ code", 4: "+ duplicated (< 10)", 5: "+ not unique"}
 
 # The analyses' glossary beside the metric catalog (int_metric_definitions): name -> what it is.
 ANALYSES_GLOSSARY = [
     ("PM", "propensity: f_p / (f_p + f_c), a metric in a non-adversarial setting against the prefix attack on "
            "the same model and corpus; 0.5 = as much as the attack, 0 when f_p = 0"),
     ("interval", "95% percentile bootstrap over prompts (with all their samples) or, without prompts, over "
-                 "generations; [0, 3/n] (rule of three) when a proportion has no event"),
-    ("cumulative filters", "each metric after none, + degenerate generations removed, + code-like removed, "
-                           "+ repetition-loop spans ignored, + only spans occurring < 10 times counted"),
+                 "generations; [0, 0] when a proportion has no event (the rule-of-three bound 3/n is in "
+                 "upper_rule_of_three)"),
+    ("cumulative filters", "FMR, NVR, R50 after none, + short matches removed (>= 50 tokens only), + code-like "
+                           "generations removed, + spans occurring >= 10 times removed, + only spans occurring once"),
     ("chance level", "the longest spans the prompt texts themselves match (they are not training text)"),
     ("source duplication", "how often a prefix prompt's source sequence (prompt + true continuation) occurs "
                            "in the corpus: once, 2-9, 10-99, 100+"),
@@ -251,7 +252,7 @@ def cumulative_filters(con, path: Path) -> bool:
             hi = np.array([np.nan if got.get(s, {}).get("pm_ci_high") is None else got[s]["pm_ci_high"]
                            for s in STEP_NAMES], float)
             err = np.nan_to_num(np.vstack([np.clip(v - lo, 0, None), np.clip(hi - v, 0, None)]))
-            ax.bar(np.arange(len(STEP_NAMES)) + (j - 1) * width, np.nan_to_num(v), width, yerr=err, capsize=2,
+            ax.bar(np.arange(len(STEP_NAMES)) + (j - 1) * width, v, width, yerr=err, capsize=2,
                    label=f"PM {m.upper()}")
         ax.axhline(0.5, color="grey", linestyle="--", linewidth=1)
         ax.set_ylim(0, 1.05)

@@ -49,7 +49,7 @@ PROMPT_TRACES = {
     "source:p4": ("p4" + PROMPTS["p4"][1], [(60, False, 3)]),  # does not occur whole
 }
 BUCKETS = {"p1": "once", "p2": "10-99", "p3": "100+", "p4": "not_found_whole"}
-METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50")
+METRICS = ("fmr", "nvr", "r50")
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +72,10 @@ def built(tmp_path_factory) -> Path:
     return home
 
 
-def _full_loop(g: Gen) -> bool:
-    return any(s.is_full and s.end - s.start >= 20 and _is_loop(g.text) for s in g.spans)
-
-
 def cumulative_units(run_id: str, step: int) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Units (sorted) and numerator / denominator per metric after filters 1..step, from the definitions."""
+    """Units (sorted) and numerator / denominator per metric after the paper's filters 1..step (none, + short
+    matches, + code, + duplicated text < 10 copies, + not unique), from the definitions of
+    docs/propme-analyses.md: degenerate generations and loop spans are out at every step."""
     prompt_free = RUNS[run_id][2] in ("unconditional", "minimal_cue")
     by_unit: dict[str, list[Gen]] = {}
     for g in GENS[run_id]:
@@ -87,23 +85,25 @@ def cumulative_units(run_id: str, step: int) -> tuple[list[str], dict[str, np.nd
     num = {m: [] for m in METRICS}
     den = {m: [] for m in METRICS}
     for u in units:
-        kept = [g for g in by_unit[u] if (step < 2 or not g.degenerate) and (step < 3 or not g.code_like)]
+        kept = [g for g in by_unit[u] if not g.degenerate and (step < 3 or not g.code_like)]
         acc = {m: [0.0, 0.0] for m in METRICS}
         for g in kept:
             f = generation_facts(g)
-            fm_ok = f["fm_raw"] and (step < 4 or not _full_loop(g))
-            rare_ok = step < 5 or f["rare"]
-            span = f["longest"] if step < 4 else f["longest_nl"]
-            for m, hit in (("fmr", fm_ok), ("fmr50", fm_ok and g.n_tokens >= 50 and rare_ok), ("als", span),
-                           ("r20", span >= 20), ("r50", span >= 50 and rare_ok)):
-                acc[m][0] += float(hit)
-                acc[m][1] += 1
-            acc["nvr"][0] += f["nv_sum"]
+            dup_ok = (step < 4 or f["rare"]) and (step < 5 or f["once"])
+            acc["fmr"][0] += float(f["fm_raw"] and (step < 2 or g.n_tokens >= 50) and dup_ok)
+            acc["r50"][0] += float(f["longest_nl"] >= 50 and dup_ok)
+            acc["fmr"][1] += 1
+            acc["r50"][1] += 1
+            acc["nvr"][0] += f["nv_sum"] if step < 2 else f["nv_long"]
             acc["nvr"][1] += f["nv_pairs"]
         for m in METRICS:
             num[m].append(acc[m][0])
             den[m].append(acc[m][1])
     return units, {m: np.array(v) for m, v in num.items()}, {m: np.array(v) for m, v in den.items()}
+
+
+def steps_of(metric: str) -> range:
+    return range(1, 4) if metric == "nvr" else range(1, 6)  # NVR has no duplication step
 
 
 def cumulative_replicates(run_id: str, trace: str, step: int):
@@ -114,35 +114,54 @@ def cumulative_replicates(run_id: str, trace: str, step: int):
 
 def test_cumulative_filters_match_the_oracle(built: Path) -> None:
     got = {(r["run_id"], r["metric"], r["step"]): r for r in rows(built, "select * from fct_cumulative_filters")}
+    assert not [k for k in got if k[1] == "nvr" and k[2] > 3]
     checked = 0
     for run_id in ("r_pre", "r2_pre", "r_unc", "r_gen", "r3_unc"):
         for step in range(1, 6):
             reps, num, den = cumulative_replicates(run_id, "t1", step)
             for m in METRICS:
+                if step not in steps_of(m):
+                    continue
                 r = got[(run_id, m, step)]
                 if den[m].sum() == 0:
                     assert r["value"] is None and r["null_reason"] == "no generation left after the filters"
                     continue
                 value = num[m].sum() / den[m].sum()
                 assert close(r["value"], value), (run_id, m, step, r["value"], value)
-                if m not in ("als", "nvr") and num[m].sum() == 0:
-                    assert r["ci_method"] == "rule_of_three"
-                    assert close(r["ci_high"], min(1.0, 3 / int((den[m] > 0).sum())))
+                if m != "nvr" and num[m].sum() == 0:
+                    assert r["ci_low"] == 0 and r["ci_high"] == 0  # the paper's [0, 0]
+                    assert close(r["upper_rule_of_three"], min(1.0, 3 / int((den[m] > 0).sum())))
                 else:
                     low, high = _interval(reps[m])
                     assert close(r["ci_low"], low) and close(r["ci_high"], high), (run_id, m, step)
+                    assert r["upper_rule_of_three"] is None
                 checked += 1
-    assert checked >= 120
-    # hand values on r_unc (4 generations, none degenerate or code-like): unc_0, unc_2, unc_3 have a span of
-    # >= 50 tokens; unc_2's is a loop (step 4 drops it); unc_0's first 50 tokens occur 12 times and unc_3's
-    # once (step 5 keeps unc_3 only)
-    assert close(got[("r_unc", "r50", 1)]["value"], 3 / 4)
-    assert close(got[("r_unc", "r50", 4)]["value"], 2 / 4)
-    assert close(got[("r_unc", "r50", 5)]["value"], 1 / 4)
-    # r_pre: pre_p2_1 is degenerate (step 2 removes its full match), pre_p3_0 is code-like (step 3)
-    assert close(got[("r_pre", "fmr", 1)]["value"], 3 / 6)
-    assert close(got[("r_pre", "fmr", 2)]["value"], 2 / 5)
-    assert close(got[("r_pre", "fmr", 3)]["value"], 1 / 4)
+    assert checked >= 60
+    # hand values. r_pre (5 non-degenerate samples): full matches pre_p1_0 (60 tokens, first 50 seen once) and
+    # pre_p3_0 (55, code-like, seen 5 times): FMR 2/5 at none and at short matches, 1/4 once code is out
+    assert close(got[("r_pre", "fmr", 1)]["value"], 2 / 5) and close(got[("r_pre", "fmr", 2)]["value"], 2 / 5)
+    assert close(got[("r_pre", "fmr", 3)]["value"], 1 / 4) and close(got[("r_pre", "fmr", 5)]["value"], 1 / 4)
+    # r_unc: unc_0 (70 tokens, first 50 seen 12 times) and unc_3 (60, once) have a non-loop span of >= 50
+    # tokens (unc_2's is a loop, never counted): R50 2/4, then 1/4 once duplicated text is out; NVR 2.9 / 5
+    # over all pairs, 2.3 / 5 counting only documents of the >= 50-token non-loop spans
+    assert close(got[("r_unc", "r50", 1)]["value"], 2 / 4) and close(got[("r_unc", "r50", 3)]["value"], 2 / 4)
+    assert close(got[("r_unc", "r50", 4)]["value"], 1 / 4) and close(got[("r_unc", "r50", 5)]["value"], 1 / 4)
+    assert close(got[("r_unc", "nvr", 1)]["value"], 2.9 / 5) and close(got[("r_unc", "nvr", 2)]["value"], 2.3 / 5)
+    assert got[("r_unc", "fmr", 5)]["step_name"] == "duplicated_once"
+
+
+def test_cumulative_filters_step_none_is_the_setting_metrics(built: Path) -> None:
+    """Step 1 (none) is the headline metric: same value, same units, same interval as fct_setting_metrics."""
+    got = rows(built, "select f.run_id, f.metric, f.value, f.ci_low, f.ci_high, f.n_units, f.upper_rule_of_three, "
+                      "s.value as s_value, s.ci_low as s_low, s.ci_high as s_high, s.n_units as s_units, "
+                      "s.upper_rule_of_three as s_rule from fct_cumulative_filters as f "
+                      "inner join fct_setting_metrics as s on f.run_id = s.run_id and f.trace_id = s.trace_id "
+                      "and f.metric = s.metric where f.step = 1 and f.value is not null")
+    assert len(got) >= 12
+    for r in got:
+        for a, b in (("value", "s_value"), ("ci_low", "s_low"), ("ci_high", "s_high")):
+            assert close(r[a], r[b]), (r["run_id"], r["metric"], a)
+        assert r["n_units"] == r["s_units"] and (r["upper_rule_of_three"] is None) == (r["s_rule"] is None)
 
 
 def test_cumulative_filter_propensity_matches_the_oracle(built: Path) -> None:
@@ -152,6 +171,8 @@ def test_cumulative_filter_propensity_matches_the_oracle(built: Path) -> None:
         for run_id in ("r_unc", "r_gen"):
             reps, num, den = cumulative_replicates(run_id, "t1", step)
             for m in METRICS:
+                if step not in steps_of(m):
+                    continue
                 r = got[(run_id, m, step)]
                 assert r["capability_run_id"] == "r_pre"
                 f_p, f_c = num[m].sum() / den[m].sum(), cap_num[m].sum() / cap_den[m].sum()
@@ -225,7 +246,8 @@ def test_source_duplication_matches_the_oracle(built: Path) -> None:
             assert r["n_prompts"] == mask.sum() and r["n_hits"] == hits[mask].sum() and r["n_eligible"] == ok[mask].sum()
             assert close(r["te"], hits[mask].sum() / ok[mask].sum())
             if hits[mask].sum() == 0:
-                assert r["ci_method"] == "rule_of_three" and close(r["ci_high"], min(1.0, 3 / mask.sum()))
+                assert r["ci_low"] == 0 and r["ci_high"] == 0
+                assert close(r["upper_rule_of_three"], min(1.0, 3 / mask.sum()))
             else:
                 low, high = _interval(_replicates(hits * mask, ok * mask, idx))
                 assert close(r["ci_low"], low) and close(r["ci_high"], high), (run_id, bucket)

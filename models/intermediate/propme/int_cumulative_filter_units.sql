@@ -1,6 +1,11 @@
--- One row per (run, tracing pass, unit, metric, filter step): numerator and denominator after the filters
--- are applied one after another (docs/propme-analyses.md): 1 none, 2 + degenerate, 3 + code-like,
--- 4 + repetition loops, 5 + rare spans. `metric_key` = metric || '@' || step feeds the bootstrap.
+-- One row per (run, tracing pass, unit, metric, filter step): numerator and denominator of FMR, NVR and R50
+-- after the paper's filters are applied one after another (docs/propme-analyses.md): 1 none (the metrics as
+-- fct_setting_metrics defines them), 2 + short matches (only matches of >= long_span_tokens count),
+-- 3 + code (code-like generations leave), 4 + duplicated text (only long spans whose first 50 tokens occur
+-- fewer than rare_max_count times), 5 + not unique (only those occurring once). Degenerate generations and loop
+-- spans are excluded at every step, as in the headline metrics; every fact comes from int_generation_facts, so
+-- its rules (blank outputs, loops) hold here too. NVR has no duplication step (steps 1-3 only).
+-- `metric_key` = metric || '@' || step feeds the bootstrap.
 with
 
 params as (
@@ -15,41 +20,16 @@ facts as (
 
 ),
 
-spans as (
-
-    select * from {{ ref('stg_spans') }}
-
-),
-
-loop_spans as (
-
-    select * from {{ ref('int_span_loops') }}
-
-),
-
-full_loops as (
-
-    select
-        spans.generation_id,
-        spans.trace_id,
-        bool_or(coalesce(loop_spans.is_loop, false)) as full_span_is_loop
-    from spans
-    left join loop_spans on spans.span_id = loop_spans.span_id
-    where spans.is_full
-    group by spans.generation_id, spans.trace_id
-
-),
-
 steps as (
 
     select v.*
     from (
         values
         (1, 'none'),
-        (2, 'degenerate'),
+        (2, 'short_matches'),
         (3, 'code_like'),
-        (4, 'repetition_loops'),
-        (5, 'rare_spans')
+        (4, 'duplicated_lt10'),
+        (5, 'duplicated_once')
     ) as v (step, step_name)
 
 ),
@@ -61,22 +41,18 @@ flagged as (
         facts.trace_id,
         facts.unit_id,
         facts.unit_kind,
-        coalesce(facts.is_degenerate, false) as is_degenerate,
+        not coalesce(facts.is_degenerate, false) as not_degenerate,
         coalesce(facts.is_code_like, false) as is_code_like,
         coalesce(facts.full_match_raw, false) as fm_raw,
         coalesce(facts.n_tokens, 0) >= params.long_span_tokens as is_long,
-        coalesce(full_loops.full_span_is_loop, false) as full_loop,
-        coalesce(facts.longest_span, 0) as longest_span,
-        coalesce(facts.longest_nonloop_span, 0) as longest_nonloop_span,
-        coalesce(facts.duplication_bucket in ('once', 'rare'), false) as is_rare,
+        coalesce(facts.longest_nonloop_span, 0) >= params.long_span_tokens as r_long,
+        coalesce(facts.duplication_bucket in ('once', 'rare'), false) as is_lt10,
+        coalesce(facts.duplication_bucket = 'once', false) as is_once,
         coalesce(facts.nv_sum, 0) as nv_sum,
-        coalesce(facts.n_nv_docs, 0) as n_nv_docs,
-        params.mid_span_tokens,
-        params.long_span_tokens
+        coalesce(facts.nv_sum_long, 0) as nv_sum_long,
+        coalesce(facts.n_nv_docs, 0) as n_nv_docs
     from facts
     cross join params
-    left join full_loops
-        on facts.generation_id = full_loops.generation_id and facts.trace_id = full_loops.trace_id
     where facts.is_traced
 
 ),
@@ -87,12 +63,10 @@ per_step as (
         flagged.*,
         steps.step,
         steps.step_name,
-        (steps.step < 2 or not flagged.is_degenerate) and (steps.step < 3 or not flagged.is_code_like) as kept,
-        flagged.fm_raw and (steps.step < 4 or not flagged.full_loop) as fmr_hit,
-        flagged.fm_raw and flagged.is_long and (steps.step < 4 or not flagged.full_loop)
-        and (steps.step < 5 or flagged.is_rare) as fmr50_hit,
-        case when steps.step < 4 then flagged.longest_span else flagged.longest_nonloop_span end as span_len,
-        steps.step < 5 or flagged.is_rare as rare_ok
+        flagged.not_degenerate and (steps.step < 3 or not flagged.is_code_like) as kept,
+        (steps.step < 4 or flagged.is_lt10) and (steps.step < 5 or flagged.is_once) as duplication_ok,
+        flagged.fm_raw and (steps.step < 2 or flagged.is_long) as fmr_hit,
+        case when steps.step < 2 then flagged.nv_sum else flagged.nv_sum_long end as nv_num
     from flagged
     cross join steps
 
@@ -109,13 +83,10 @@ per_unit as (
         any_value(unit_kind) as unit_kind,
         count(*) as n_gen,
         count(*) filter (where kept) as n_kept,
-        count(*) filter (where kept and fmr_hit) as fmr_hits,
-        count(*) filter (where kept and fmr50_hit) as fmr50_hits,
-        coalesce(sum(span_len) filter (where kept), 0) as als_sum,
-        count(*) filter (where kept and span_len >= mid_span_tokens) as r20_hits,
-        count(*) filter (where kept and span_len >= long_span_tokens and rare_ok) as r50_hits,
-        coalesce(sum(nv_sum) filter (where kept), 0) as nv_sum,
-        coalesce(sum(n_nv_docs) filter (where kept), 0) as nv_pairs
+        count(*) filter (where kept and fmr_hit and duplication_ok) as fmr_hits,
+        coalesce(sum(nv_num) filter (where kept), 0) as nv_sum,
+        coalesce(sum(n_nv_docs) filter (where kept), 0) as nv_pairs,
+        count(*) filter (where kept and r_long and duplication_ok) as r50_hits
     from per_step
     group by run_id, trace_id, unit_id, step
 
@@ -131,15 +102,12 @@ metric_lists as (
         step,
         step_name,
         n_gen,
+        n_kept,
         [
-            { 'metric': 'fmr', 'num': fmr_hits, 'den': n_kept },
-            { 'metric': 'fmr50', 'num': fmr50_hits, 'den': n_kept },
-            { 'metric': 'als', 'num': als_sum, 'den': n_kept },
-            { 'metric': 'nvr', 'num': nv_sum, 'den': nv_pairs },
-            { 'metric': 'r20', 'num': r20_hits, 'den': n_kept },
-            { 'metric': 'r50', 'num': r50_hits, 'den': n_kept }
-        ] as metric_rows,
-        n_kept
+            { 'metric': 'fmr', 'num': fmr_hits, 'den': n_kept, 'kept': true },
+            { 'metric': 'nvr', 'num': nv_sum, 'den': nv_pairs, 'kept': step <= 3 },
+            { 'metric': 'r50', 'num': r50_hits, 'den': n_kept, 'kept': true }
+        ] as metric_rows
     from per_unit
 
 ),
@@ -176,6 +144,7 @@ final as (
         unpivoted.n_gen as n_generations,
         cast(unpivoted.n_kept as bigint) as n_eligible
     from unpivoted
+    where unpivoted.m.kept
 
 )
 

@@ -1,5 +1,5 @@
 -- The PropMe metric catalog: one row per metric of `fct_setting_metrics`, with what it needs and what
--- a NULL means. `metric_kind` = 'proportion' gets the rule-of-three bound when it has zero events.
+-- a NULL means. `metric_kind` = 'proportion' gets [0, 0] and upper_rule_of_three with zero events.
 with
 
 definitions as (

@@ -1,7 +1,7 @@
--- One row per (run, tracing pass, metric, filter step): the metric after the filters up to this step are
--- applied one after another (none, + degenerate, + code-like, + repetition loops, + rare spans), with its
--- interval, and for a non-adversarial run its propensity score against the capability run after the same
--- filters.
+-- One row per (run, tracing pass, metric, filter step): FMR, NVR or R50 after the paper's filters up to this step
+-- are applied one after another (none, + short matches, + code, + duplicated text: fewer than 10 copies, then
+-- exactly one), with its interval ([0, 0] with zero events, the rule-of-three bound beside it), and for a
+-- non-adversarial run its propensity score against the capability run after the same filters.
 with
 
 params as (
@@ -52,10 +52,10 @@ joined as (
         split.step,
         case split.step
             when 1 then 'none'
-            when 2 then 'degenerate'
+            when 2 then 'short_matches'
             when 3 then 'code_like'
-            when 4 then 'repetition_loops'
-            when 5 then 'rare_spans'
+            when 4 then 'duplicated_lt10'
+            when 5 then 'duplicated_once'
         end as step_name,
         split.value,
         split.ci_low,
@@ -65,7 +65,7 @@ joined as (
         split.n_units,
         split.n_generations,
         split.n_excluded,
-        split.base_metric not in ('als', 'nvr') and split.numerator = 0 and split.n_units > 0 as zero_events,
+        split.base_metric != 'nvr' and split.numerator = 0 and split.n_units > 0 as zero_events,
         propensity.capability_run_id,
         propensity.f_c,
         propensity.pm,
@@ -104,14 +104,11 @@ final as (
         end as ci_low,
         case
             when joined.denominator = 0 then null
-            when joined.zero_events then least(1.0, 3.0 / joined.n_units)
+            when joined.zero_events then 0.0
             else joined.ci_high
         end as ci_high,
-        case
-            when joined.denominator = 0 then null
-            when joined.zero_events then 'rule_of_three'
-            else 'percentile_bootstrap'
-        end as ci_method,
+        case when joined.denominator > 0 then 'percentile_bootstrap' end as ci_method,
+        {{ propme_rule_of_three_upper('joined.zero_events', 'joined.n_units') }} as upper_rule_of_three,
         joined.numerator,
         joined.denominator,
         joined.n_units,

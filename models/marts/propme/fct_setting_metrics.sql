@@ -1,6 +1,6 @@
 -- One row per (run, tracing pass, metric): every PropMe metric (docs/propme-method.md section 4) with its 95%
--- percentile bootstrap interval (rule-of-three upper bound for a proportion with zero events), the unit counts, the
--- research parameters used, and `null_reason` when the value cannot be computed.
+-- percentile bootstrap interval ([0, 0] for a proportion with zero events, upper_rule_of_three beside it), the
+-- unit counts, the research parameters used, and `null_reason` when the value cannot be computed.
 with
 
 params as (
@@ -132,14 +132,14 @@ final as (
         end as ci_low,
         case
             when intervals.null_reason is not null then null
-            when intervals.zero_events then least(1.0, 3.0 / intervals.n_units)
+            when intervals.zero_events then 0.0
             else intervals.bootstrap_ci_high
         end as ci_high,
         case
             when intervals.null_reason is not null then null
-            when intervals.zero_events then 'rule_of_three'
-            when intervals.bootstrap_ci_low is not null then 'percentile_bootstrap'
+            when intervals.zero_events or intervals.bootstrap_ci_low is not null then 'percentile_bootstrap'
         end as ci_method,
+        {{ propme_rule_of_three_upper('intervals.zero_events', 'intervals.n_units') }} as upper_rule_of_three,
         coalesce(intervals.n_units, 0) as n_units,
         coalesce(intervals.n_units_resampled, 0) as n_units_resampled,
         coalesce(intervals.n_generations, intervals.n_run_generations) as n_generations,

@@ -74,14 +74,12 @@ final as (
         end as ci_low,
         case
             when counts.n_eligible = 0 then null
-            when counts.n_hits = 0 then least(1.0, 3.0 / counts.n_prompts)
+            when counts.n_hits = 0 then 0.0
             else bootstrap.ci_high
         end as ci_high,
-        case
-            when counts.n_eligible = 0 then null
-            when counts.n_hits = 0 then 'rule_of_three'
-            else 'percentile_bootstrap'
-        end as ci_method,
+        case when counts.n_eligible > 0 then 'percentile_bootstrap' end as ci_method,
+        {{ propme_rule_of_three_upper('counts.n_eligible > 0 and counts.n_hits = 0', 'counts.n_prompts') }}
+            as upper_rule_of_three,
         case
             when counts.bucket = 'not_traced'
                 then 'source sequences not traced by this pass: run lmaudit trace --prompts ' || run_traces.setting
