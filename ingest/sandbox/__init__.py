@@ -1,10 +1,11 @@
 """The offline sandbox: a real corpus, a locally trained tokenizer and a tiny GPT-2 trained on it.
 
-Everything comes from text that every machine with this project installed has (the Python stdlib, the
-pinned site-packages, their license files, ``pydoc_data`` topics, C headers), so the sandbox builds with
-no network, and its *full* training data is known: ``mixture.json`` is the ground truth of the mixture
-(docs, bytes and tokens per domain), and a planted canary paragraph (domain ``canary``) is a known
-memorized sequence.
+Everything comes from the files of the dependencies pinned with ``==`` in pyproject.toml (their Python
+source, licence files, docstrings and prose, C/C++ headers; never the interpreter's stdlib or
+``/usr/include``), so the sandbox builds with no network, is byte-identical on every machine of a platform
+(``mixture.json`` records and checks its sha256), and its *full* training data is known: ``mixture.json``
+is the ground truth of the mixture (docs, bytes and tokens per domain), and a planted canary paragraph
+(domain ``canary``) is a known memorized sequence.
 
     from ingest.sandbox import build_sandbox
     sb = build_sandbox("tiny", Path("warehouse/sandbox/tiny"), seed=0)

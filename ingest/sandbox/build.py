@@ -12,7 +12,8 @@ Caching: each stage's ``done.json`` holds a hash (``key``) of everything the sta
 knobs from the size, the keys of the stages it reads, the code version and the library versions. A call
 whose keys match returns at once; a changed knob rebuilds that stage and everything downstream of it only
 (``steps`` rebuilds the model; ``vocab_size`` the tokenizer, index and model; a corpus budget all).
-The corpus key includes a cheap fingerprint of the installed packages, so a ``pip install`` rebuilds.
+The corpus key includes a cheap fingerprint of the pinned packages it reads (ingest/sandbox/pinned.py), so
+a changed pin rebuilds; the corpus's content hash and its check are in ``corpus/mixture.json``.
 
 Atomicity: a stage is built in a hidden temp dir next to its final place and renamed into place with its
 ``done.json`` already inside, so an interrupted build never leaves a half stage that looks finished.
@@ -35,11 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol
 
-from ingest.sandbox.corpus import collect_corpus, fill_mixture_tokens, read_corpus, source_fingerprint
+from ingest.sandbox.corpus import collect_corpus, fill_mixture_tokens, read_corpus
+from ingest.sandbox.pinned import source_fingerprint
 from ingest.sandbox.sizes import CORPUS_FIELDS, MODEL_FIELDS, TOKENIZER_FIELDS, SandboxSize, get_size
 
 # Bump when a stage's code changes what it writes (invalidates caches built by older code).
-STAGE_VERSIONS = {"corpus": 1, "tokenizer": 1, "index": 1, "model": 1}
+STAGE_VERSIONS = {"corpus": 2, "tokenizer": 1, "index": 1, "model": 1}
 STAMP = "done.json"
 
 
@@ -213,7 +215,10 @@ def build_sandbox(
 
         def corpus_stage(tmp: Path) -> None:
             s = collect_corpus(size, tmp, seed)
-            console.log(f"corpus: {s.docs} docs, {s.bytes:,} bytes, domains {', '.join(s.domains)}")
+            console.log(f"corpus: {s.docs} docs, {s.bytes:,} bytes, domains {', '.join(s.domains)}; "
+                        f"sha256 {s.sha256[:12]} ({s.check['status']})")
+            if s.check["status"] == "differs":  # a warning: the sandbox is consistent, its numbers are not the docs'
+                Console(stderr=True).print(f"[yellow]warning:[/] {s.check['message']}")
 
         if _run_stage(root, "corpus", keys["corpus"], {"params": size.params(CORPUS_FIELDS)}, corpus_stage):
             built.append("corpus")

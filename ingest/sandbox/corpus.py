@@ -1,29 +1,33 @@
-"""The sandbox corpus: real text that every machine with this project installed has, labelled by domain.
+"""The sandbox corpus: real text whose content is pinned, labelled by domain.
+
+Every document comes from the files of the dependencies pinned with ``==`` in pyproject.toml (their own
+wheel files, listed by RECORD; ingest/sandbox/pinned.py), never from the interpreter's stdlib, unpinned
+packages or ``/usr/include``: the same command gives the same corpus, model and numbers on every machine of
+a platform. ``mixture.json`` records the corpus's sha256 and checks it (ingest/sandbox/corpus_check.py).
 
 Domains (each capped by a byte budget from the size):
 
-* ``code``          - Python source of the running interpreter's stdlib and of the project's installed
-                      dependencies (the transitive ``Requires-Dist`` closure of ``lmaudit``, no extras, read
-                      from their RECORD files; all of site-packages when the project is not installed);
-                      tests dirs, generated files (lines > 1000 chars), editable-install shims and files
-                      larger than ``max_file_bytes`` are skipped.
-* ``boilerplate``   - license files of the same distributions (``LICENSE*``, ``LICENCE*``, ``COPYING*``,
-                      ``*.dist-info/licenses/*``) and the stdlib's ``LICENSE.txt``. Naturally duplicated
-                      (many MIT/Apache/BSD copies).
-* ``documentation`` - ``pydoc_data.topics`` entries and module docstrings (>= 200 bytes) of modules that
-                      were *not* selected for ``code`` (so the two domains do not share text).
-* ``headers``       - C headers in the Python include dir and ``/usr/include`` (omitted where absent).
+* ``code``          - Python source of the pinned distributions; tests dirs, generated files (lines > 1000
+                      chars), editable-install shims and files larger than ``max_file_bytes`` are skipped.
+* ``boilerplate``   - their licence files (``LICENSE*``, ``LICENCE*``, ``COPYING*`` anywhere in a package,
+                      ``*.dist-info/licenses/*``). Naturally duplicated: many MIT/Apache/BSD copies, e.g. the
+                      third-party licences torch ships.
+* ``documentation`` - prose files shipped in the packages (``.rst``, ``.md``: scikit-learn's dataset
+                      descriptions, READMEs) and module docstrings (>= 200 bytes) of modules that were *not*
+                      selected for ``code`` (so the two domains do not share text).
+* ``headers``       - C/C++ headers shipped inside the wheels (numpy, pyarrow, torch, scipy include dirs).
 * ``canary``        - a ~950-byte nonsense paragraph of made-up words from a seeded RNG, planted
                       ``canary_copies`` times as separate documents.
 
-Selection is deterministic and does not depend on the seed: candidates are enumerated from sorted paths,
-then taken in the order of a hash of their id (a spread-out, reproducible sample: a small budget does not
-end up being all of ``a*.py``) while they fit the domain's budget. The seed picks the canary text and the
-document order (a seeded shuffle).
+Selection is deterministic and does not depend on the seed: candidates are enumerated from sorted RECORD
+paths, then taken in the order of a hash of their id (``<domain>/<distribution>/<path>``: a spread-out,
+reproducible sample, and a pin bump moves only that distribution's documents) while they fit the domain's
+budget. The seed picks the canary text and the document order (a seeded shuffle).
 
 Outputs in ``out_dir``: ``corpus.jsonl`` (one ``{"id", "domain", "source", "text"}`` per line, in training
 order) and ``mixture.json``, the documented ground truth of the mixture: docs, bytes and tokens per domain
-(``tokens`` is null until :func:`fill_mixture_tokens` runs with the trained tokenizer).
+(``tokens`` is null until :func:`fill_mixture_tokens` runs with the trained tokenizer), the distributions
+read, and the content hashes with their check.
 
 Documents that are not UTF-8, are empty, or contain the literal special token ``<|endoftext|>`` (it would be
 read as a document separator) are skipped.
@@ -32,26 +36,24 @@ read as a document separator) are skipped.
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import inspect
 import io
 import json
 import os
 import random
-import sys
-import sysconfig
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ingest.sandbox.pinned import SourceFile, distribution_list, pinned_files
 from ingest.sandbox.sizes import SandboxSize, get_size
 
 EOS_TOKEN = "<|endoftext|>"
 DOMAINS = ("code", "boilerplate", "documentation", "headers")
 CANARY_DOMAIN = "canary"
-MIXTURE_FORMAT = 1
+MIXTURE_FORMAT = 2  # 2: pinned sources, content hashes and their check; no machine paths
 
 _SKIP_DIRS = {
     "test",
@@ -91,131 +93,26 @@ class CorpusSummary:
     domains: dict[str, dict[str, int]] = field(default_factory=dict)  # domain -> {"docs", "bytes"}
     canary_text: str = ""
     canary_copies: int = 0
+    sha256: str = ""  # of corpus.jsonl
+    check: dict[str, Any] = field(default_factory=dict)  # corpus_check.check_corpus: match / differs / unknown
 
 
 # --------------------------------------------------------------------------------------------------
-# sources
+# sources: the files of the pinned distributions only (ingest/sandbox/pinned.py says why)
+
+Candidate = tuple[str, str, int, Any]  # (doc id, source, approximate bytes, handle for the loader)
+
+HEADER_SUFFIXES = (".h", ".hpp")
+PROSE_SUFFIXES = (".rst", ".md")
 
 
-def source_roots() -> dict[str, Path]:
-    """The roots the corpus reads from: label -> directory (only those that exist)."""
-    paths = sysconfig.get_paths()
-    roots = {
-        "stdlib": Path(paths["stdlib"]),
-        "site-packages": Path(paths["purelib"]),
-        "python-include": Path(paths["include"]),
-        "usr-include": Path("/usr/include"),
-    }
-    return {k: v for k, v in roots.items() if v.is_dir()}
-
-
-PROJECT_DISTRIBUTION = "lmaudit"
-
-
-@functools.lru_cache(maxsize=1)
-def pinned_distributions() -> tuple[tuple[str, str, Any], ...] | None:
-    """The installed distributions this project depends on (transitively, no extras), sorted by name.
-
-    Returns ``(name, version, Distribution)`` triples, or None when the project itself is not installed
-    (a bare source checkout): then all of site-packages is read. Restricting site-packages to the
-    dependency closure keeps the corpus the same when someone installs an optional extra (ray, vllm, ...).
-    """
-    from importlib import metadata
-
-    try:
-        root = metadata.distribution(PROJECT_DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return None
-    try:
-        from packaging.requirements import InvalidRequirement, Requirement
-    except ImportError:  # pragma: no cover - packaging ships with pip/setuptools
-        return None
-
-    seen: dict[str, Any] = {}
-    queue = list(root.requires or [])
-    while queue:
-        try:
-            req = Requirement(queue.pop())
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        key = req.name.lower().replace("_", "-").replace(".", "-")
-        if key in seen:
-            continue
-        try:
-            dist = metadata.distribution(req.name)
-        except metadata.PackageNotFoundError:
-            continue
-        seen[key] = dist
-        queue.extend(dist.requires or [])
-    return tuple((k, seen[k].version, seen[k]) for k in sorted(seen))
-
-
-def _site_packages_files(roots: dict[str, Path]) -> list[tuple[str, Path]]:
-    """(relative posix path, path) of the files site-packages candidates come from, sorted, deduplicated.
-
-    With the project installed: the RECORD-listed files of its dependency closure. Otherwise: every file.
-    """
-    sp = roots.get("site-packages")
-    if sp is None:
-        return []
-    dists = pinned_distributions()
-    if dists is None:
-        return [(rel, p) for rel, p, _size in _walk(sp, None, _SKIP_DIRS - {"site-packages"})]
-    out: dict[str, Path] = {}
-    for _name, _version, dist in dists:
-        for f in dist.files or []:
-            rel = f.as_posix() if hasattr(f, "as_posix") else str(f)
-            if rel.startswith(("..", "/")):
-                continue  # scripts and data outside site-packages
-            out.setdefault(rel, sp / rel)
-    return sorted(out.items())
-
-
-def source_fingerprint() -> str:
-    """A cheap fingerprint of what the corpus reads: interpreter, roots and the distributions read.
-
-    Hashing every file would cost seconds; the distributions' names and versions catch any upgrade.
-    """
-    roots = source_roots()
-    h = hashlib.sha256()
-    h.update(sys.version.encode())
-    for label, root in sorted(roots.items()):
-        h.update(f"{label}={root}\n".encode())
-    dists = pinned_distributions()
-    if dists is not None:
-        for name, version, _ in dists:
-            h.update(f"{name}=={version}\n".encode())
-    elif "site-packages" in roots:
-        for name in sorted(os.listdir(roots["site-packages"])):
-            if name.endswith(".dist-info"):
-                h.update(name.encode() + b"\n")
-    return h.hexdigest()[:16]
-
-
-def _order_key(doc_id: str) -> str:
+def order_key(doc_id: str) -> str:
+    """The hash that orders candidates (the corpus fills in this order; references read it backwards)."""
     return hashlib.sha256(doc_id.encode()).hexdigest()
 
 
-def _walk(root: Path, suffixes: tuple[str, ...] | None, skip_dirs: set[str]) -> Iterator[tuple[str, Path, int]]:
-    """Yield (relative posix path, path, size) for files under root in sorted order."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in skip_dirs and not d.startswith("."))
-        for fn in sorted(filenames):
-            if suffixes is not None and not fn.endswith(suffixes):
-                continue
-            p = Path(dirpath, fn)
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            if not p.is_file():
-                continue
-            yield p.relative_to(root).as_posix(), p, st.st_size
-
-
-def _read_text(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
+    """A file as UTF-8 text, or None when it is unreadable, not UTF-8, empty or holds ``<|endoftext|>``."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -229,12 +126,12 @@ def _read_text(path: Path) -> str | None:
     return text
 
 
-def _fill(candidates: Iterable[tuple[str, str, int, Any]], budget: int, load) -> list[Document]:
+def _fill(candidates: Iterable[Candidate], budget: int, load) -> list[Document]:
     """Greedy fill in hash order. candidates: (id, source, approx_size, handle); load(handle) -> text|None."""
     out: list[Document] = []
     remaining = budget
     stop = min(2000, budget // 100)  # close enough: stop scanning once the budget is 99% full
-    for doc_id, source, approx, handle in sorted(candidates, key=lambda c: _order_key(c[0])):
+    for doc_id, source, approx, handle in sorted(candidates, key=lambda c: order_key(c[0])):
         if remaining <= stop:
             break
         if approx > remaining:
@@ -253,34 +150,32 @@ def _fill(candidates: Iterable[tuple[str, str, int, Any]], budget: int, load) ->
 
 def _skip_path(rel: str) -> bool:
     parts = rel.split("/")
-    return any(part in _SKIP_DIRS or part.startswith(".") for part in parts[:-1])
+    return any(part in _SKIP_DIRS or part.startswith(".") for part in parts[:-1]) or parts[0].endswith(
+        (".dist-info", ".egg-info", ".data"))
 
 
-def _code_candidates(roots: dict[str, Path], max_file_bytes: int) -> list[tuple[str, str, int, Path]]:
+def _sized(files: Iterable[SourceFile], domain: str, max_file_bytes: int) -> list[Candidate]:
     out = []
-    std = roots.get("stdlib")
-    files: list[tuple[str, str, Path]] = []
-    if std is not None:
-        files += [("stdlib", rel, p) for rel, p, _ in _walk(std, (".py",), _SKIP_DIRS)]
-    files += [("site-packages", rel, p) for rel, p in _site_packages_files(roots) if rel.endswith(".py")]
-    for label, rel, p in files:
-        name = p.name
-        if _skip_path(rel) or name.startswith(("__editable__", "test_")) or rel.startswith("pydoc_data/"):
-            continue
-        if rel.split("/", 1)[0].endswith(".dist-info"):
-            continue
+    for f in files:
         try:
-            size = p.stat().st_size
+            size = f.path.stat().st_size
         except OSError:
             continue
-        if size == 0 or size > max_file_bytes:
-            continue
-        out.append((f"code/{label}/{rel}", f"{label}/{rel}", size, p))
+        if 0 < size <= max_file_bytes:
+            out.append((f"{domain}/{f.dist}/{f.rel}", f"{f.dist}=={f.version}/{f.rel}", size, f.path))
     return out
 
 
-def _load_code(path: Path) -> str | None:
-    text = _read_text(path)
+def code_candidates(max_file_bytes: int) -> list[Candidate]:
+    """Python source of the pinned distributions (no tests, no editable-install shims)."""
+    files = [f for f in pinned_files() if f.rel.endswith(".py") and not _skip_path(f.rel)
+             and not f.path.name.startswith(("__editable__", "test_"))]
+    return _sized(files, "code", max_file_bytes)
+
+
+def load_code(path: Path) -> str | None:
+    """A code file's text, or None for what `read_text` rejects and generated files (a line > 1000 chars)."""
+    text = read_text(path)
     if text is None:
         return None
     if max(map(len, text.splitlines()), default=0) > _MAX_LINE:
@@ -293,47 +188,39 @@ def _is_license_name(name: str) -> bool:
     return up.startswith(("LICENSE", "LICENCE", "COPYING"))
 
 
-def _boilerplate_candidates(roots: dict[str, Path], max_file_bytes: int) -> list[tuple[str, str, int, Path]]:
-    out = []
-    std = roots.get("stdlib")
-    if std is not None:
-        for name in sorted(os.listdir(std)):
-            p = std / name
-            if _is_license_name(name) and p.is_file():
-                size = p.stat().st_size
-                if 0 < size <= max_file_bytes:
-                    out.append((f"boilerplate/stdlib/{name}", f"stdlib/{name}", size, p))
-    for rel, p in _site_packages_files(roots):
-        parts = rel.split("/")
+def boilerplate_candidates(max_file_bytes: int) -> list[Candidate]:
+    """Licence files of the pinned distributions: ``LICENSE*``/``LICENCE*``/``COPYING*`` anywhere in them
+    (torch ships its third-party licences this way) and ``*.dist-info/licenses/*``."""
+    files = []
+    for f in pinned_files():
+        parts = f.rel.split("/")
         in_licenses_dir = len(parts) >= 3 and parts[0].endswith(".dist-info") and parts[1] == "licenses"
-        if not (in_licenses_dir or _is_license_name(p.name)):
+        if not (in_licenses_dir or _is_license_name(f.path.name)):
             continue
-        if p.suffix in (".py", ".pyc", ".so", ".json", ".pyi") or _skip_path(rel):
+        if f.path.suffix in (".py", ".pyc", ".so", ".json", ".pyi"):
             continue
-        try:
-            size = p.stat().st_size
-        except OSError:
+        if not in_licenses_dir and any(p in _SKIP_DIRS or p.startswith(".") for p in parts[:-1]):
             continue
-        if 0 < size <= max_file_bytes:
-            out.append((f"boilerplate/site-packages/{rel}", f"site-packages/{rel}", size, p))
-    return out
+        files.append(f)
+    return _sized(files, "boilerplate", max_file_bytes)
 
 
-def _header_candidates(roots: dict[str, Path], max_file_bytes: int) -> list[tuple[str, str, int, Path]]:
-    out = []
-    for label in ("python-include", "usr-include"):
-        root = roots.get(label)
-        if root is None:
-            continue
-        for rel, p, size in _walk(root, (".h",), set()):
-            if 0 < size <= max_file_bytes:
-                out.append((f"headers/{label}/{rel}", f"{label}/{rel}", size, p))
-    return out
+def header_candidates(max_file_bytes: int) -> list[Candidate]:
+    """C/C++ headers shipped inside the pinned wheels (numpy, pyarrow, torch, scipy include dirs)."""
+    files = [f for f in pinned_files() if f.rel.endswith(HEADER_SUFFIXES) and not _skip_path(f.rel)]
+    return _sized(files, "headers", max_file_bytes)
+
+
+def _prose_candidates(max_file_bytes: int) -> list[Candidate]:
+    files = [f for f in pinned_files() if f.rel.endswith(PROSE_SUFFIXES) and not _skip_path(f.rel)
+             and not _is_license_name(f.path.name)]
+    return [(f"documentation/prose/{doc_id[len('documentation/'):]}", source, size, ("file", path))
+            for doc_id, source, size, path in _sized(files, "documentation", max_file_bytes)]
 
 
 def _module_docstring(path: Path) -> str | None:
     """The module docstring, read with `tokenize` from the head of the file (no full parse)."""
-    text = _read_text(path)
+    text = read_text(path)
     if text is None:
         return None
     try:
@@ -354,34 +241,34 @@ def _module_docstring(path: Path) -> str | None:
     return None
 
 
-def _documentation_docs(
-    roots: dict[str, Path], budget: int, code_candidates, code_ids: set[str]
-) -> list[Document]:
-    candidates, load = _documentation_candidates(code_candidates, code_ids)
-    return _fill(candidates, budget, load)
-
-
-def _documentation_candidates(code_candidates, code_ids: set[str]):
-    """pydoc topics and the module docstrings of code files not used as `code`, with their loader."""
-    candidates: list[tuple[str, str, int, Any]] = []
-    try:
-        from pydoc_data.topics import topics
-    except ImportError:  # pragma: no cover - stripped interpreters
-        topics = {}
-    for key in sorted(topics):
-        text = topics[key]
-        if text.strip() and EOS_TOKEN not in text:
-            candidates.append((f"documentation/pydoc-topics/{key}", "pydoc_data.topics", len(text.encode()), text))
-    for doc_id, source, _size, path in code_candidates:
+def documentation_candidates(code_cands: list[Candidate], code_ids: set[str], max_file_bytes: int):
+    """Prose files (.rst, .md) shipped in the pinned packages and the module docstrings of code files not
+    used as `code` (so the two domains share no text), with their loader: ``(candidates, load)``."""
+    candidates: list[Candidate] = _prose_candidates(max_file_bytes)
+    for doc_id, source, _size, path in code_cands:
         if doc_id in code_ids:
             continue
         # the docstring's size is unknown until it is read (0 here); _fill checks the real size
-        candidates.append(("documentation/docstring/" + doc_id[len("code/"):], source, 0, path))
+        candidates.append(("documentation/docstring/" + doc_id[len("code/"):], source, 0, ("docstring", path)))
 
     def load(handle):
-        return handle if isinstance(handle, str) else _module_docstring(handle)
+        kind, path = handle
+        return _module_docstring(path) if kind == "docstring" else load_code(path)
 
     return candidates, load
+
+
+def domain_sources(max_file_bytes: int, code_ids: set[str]) -> dict[str, tuple[list[Candidate], Any]]:
+    """Every real-text domain's candidates and loader; `code_ids` are the code documents used (their
+    docstrings are not documentation candidates). Shared with the held-out reference documents."""
+    code = code_candidates(max_file_bytes)
+    doc_cands, doc_load = documentation_candidates(code, code_ids, max_file_bytes)
+    return {
+        "code": (code, load_code),
+        "boilerplate": (boilerplate_candidates(max_file_bytes), read_text),
+        "documentation": (doc_cands, doc_load),
+        "headers": (header_candidates(max_file_bytes), read_text),
+    }
 
 
 def split_pieces(text: str, max_bytes: int) -> list[str]:
@@ -456,19 +343,19 @@ def make_canary(seed: int, target_bytes: int = 950) -> str:
 def collect_documents(size: SandboxSize | str, seed: int) -> tuple[list[Document], str]:
     """All documents (real text + canary copies) in training order, and the canary text."""
     size = get_size(size)
-    roots = source_roots()
     budgets = size.domain_budgets
     docs: list[Document] = []
 
-    code_cands = _code_candidates(roots, size.max_file_bytes)
-    code_docs = _fill(code_cands, budgets["code"], _load_code) if budgets["code"] > 0 else []
+    code_cands = code_candidates(size.max_file_bytes)
+    code_docs = _fill(code_cands, budgets["code"], load_code) if budgets["code"] > 0 else []
     docs += code_docs
     if budgets["boilerplate"] > 0:
-        docs += _fill(_boilerplate_candidates(roots, size.max_file_bytes), budgets["boilerplate"], _read_text)
+        docs += _fill(boilerplate_candidates(size.max_file_bytes), budgets["boilerplate"], read_text)
     if budgets["documentation"] > 0:
-        docs += _documentation_docs(roots, budgets["documentation"], code_cands, {d.id for d in code_docs})
+        cands, load = documentation_candidates(code_cands, {d.id for d in code_docs}, size.max_file_bytes)
+        docs += _fill(cands, budgets["documentation"], load)
     if budgets["headers"] > 0:
-        docs += _fill(_header_candidates(roots, size.max_file_bytes), budgets["headers"], _read_text)
+        docs += _fill(header_candidates(size.max_file_bytes), budgets["headers"], read_text)
     docs = _chunked(docs, size.chunk_bytes)
 
     canary = make_canary(seed, size.canary_bytes)
@@ -501,7 +388,12 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def collect_corpus(size: SandboxSize | str, out_dir: Path, seed: int = 0) -> CorpusSummary:
-    """Collect the corpus for `size` and write ``corpus.jsonl`` and ``mixture.json`` into `out_dir`."""
+    """Collect the corpus for `size` and write ``corpus.jsonl`` and ``mixture.json`` into `out_dir`.
+
+    mixture.json records the corpus's content hashes and their check against the committed ones
+    (ingest/sandbox/corpus_check.py); nothing in it depends on the machine's paths."""
+    from ingest.sandbox.corpus_check import check_corpus, corpus_hashes
+
     size = get_size(size)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -514,6 +406,8 @@ def collect_corpus(size: SandboxSize | str, out_dir: Path, seed: int = 0) -> Cor
             f.write("\n")
 
     domains = mixture_of(docs)
+    hashes = corpus_hashes(corpus_jsonl)
+    check = check_corpus(size, seed, hashes)
     mixture = {
         "format": MIXTURE_FORMAT,
         "size": size.name,
@@ -536,8 +430,9 @@ def collect_corpus(size: SandboxSize | str, out_dir: Path, seed: int = 0) -> Cor
             "text": canary,
         },
         "tokenizer": None,
-        "sources": {k: str(v) for k, v in sorted(source_roots().items())},
-        "distributions": _distribution_list(),
+        "distributions": distribution_list(),
+        "sha256": hashes.to_json(),
+        "check": check,
     }
     write_json_atomic(out_dir / "mixture.json", mixture)
     return CorpusSummary(
@@ -549,12 +444,9 @@ def collect_corpus(size: SandboxSize | str, out_dir: Path, seed: int = 0) -> Cor
         domains=domains,
         canary_text=canary,
         canary_copies=size.canary_copies,
+        sha256=hashes.corpus_jsonl,
+        check=check,
     )
-
-
-def _distribution_list() -> list[str] | None:
-    dists = pinned_distributions()
-    return None if dists is None else [f"{name}=={version}" for name, version, _ in dists]
 
 
 def read_corpus(corpus_jsonl: Path) -> Iterator[Document]:

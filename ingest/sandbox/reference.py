@@ -3,7 +3,7 @@
 A mixture estimate needs labelled reference text per domain (to train the domain classifier and estimate
 its confusion) and, to be evaluated, the true mixture. The sandbox has both for free:
 
-* reference documents come from the same local sources as the training corpus but from files the corpus
+* reference documents come from the same pinned sources as the training corpus but from files the corpus
   did not use (read from the other end of the hash order), cut the way the model saw its documents: the
   same pieces when the sandbox is chunked, else the first ~`prefix_bytes` of each file (an unconditional
   sample imitates the *start* of a document, and a code file starts with its docstring or license header,
@@ -19,23 +19,10 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from ingest.lake.keys import make_key
-from ingest.sandbox.corpus import (
-    CANARY_DOMAIN,
-    Document,
-    _boilerplate_candidates,
-    _code_candidates,
-    _documentation_candidates,
-    _header_candidates,
-    _load_code,
-    _order_key,
-    _read_text,
-    read_corpus,
-    source_roots,
-    split_pieces,
-)
+from ingest.sandbox.corpus import CANARY_DOMAIN, Document, domain_sources, order_key, read_corpus, split_pieces
 from ingest.sandbox.sizes import SandboxSize, get_size
 
 BASES = ("docs", "bytes", "tokens")
@@ -50,7 +37,7 @@ def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain
                        exclude: Iterable[Path] = (), bytes_per_domain: int | None = None) -> list[Document]:
     """Up to `per_domain` reference documents per real-text domain of the corpus, from files it did not use
     (nor those of the corpus.jsonl files in `exclude`); plus up to `per_domain` prefixes of the canary when the corpus
-    has one. Deterministic for a given machine.
+    has one. Deterministic: the same on every machine where the corpus is (same pins, same platform).
 
     `pieces_per_file=0` takes every piece of a chunked file (whole files, sampled the way the corpus samples
     them, rather than two pieces of each); `bytes_per_domain` stops a domain once that many bytes are taken."""
@@ -60,16 +47,7 @@ def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain
     for other in exclude:
         used |= {_file_id(d.id) for d in read_corpus(other)}
     domains = sorted({d.domain for d in training})
-    roots = source_roots()
-    code_cands = _code_candidates(roots, size.max_file_bytes)
-    code_ids = {i for i in used if i.startswith("code/")}
-    doc_cands, doc_load = _documentation_candidates(code_cands, code_ids)
-    sources: dict[str, tuple[list, Any]] = {
-        "code": (code_cands, _load_code),
-        "boilerplate": (_boilerplate_candidates(roots, size.max_file_bytes), _read_text),
-        "documentation": (doc_cands, doc_load),
-        "headers": (_header_candidates(roots, size.max_file_bytes), _read_text),
-    }
+    sources = domain_sources(size.max_file_bytes, {i for i in used if i.startswith("code/")})
     out: list[Document] = []
     for domain in domains:
         if domain == CANARY_DOMAIN:
@@ -84,7 +62,7 @@ def held_out_documents(size: "SandboxSize | str", corpus_jsonl: Path, per_domain
         rng = random.Random(f"lmaudit-reference-{seed}-{domain}")
         taken = taken_bytes = 0
         # the reverse of the corpus's hash order: files a small budget never reaches come first
-        for doc_id, source, _size, handle in sorted(cands, key=lambda c: _order_key(c[0]), reverse=True):
+        for doc_id, source, _size, handle in sorted(cands, key=lambda c: order_key(c[0]), reverse=True):
             if taken >= per_domain or (bytes_per_domain is not None and taken_bytes >= bytes_per_domain):
                 break
             if doc_id in used:
