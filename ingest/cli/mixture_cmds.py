@@ -1,4 +1,5 @@
-"""`lmaudit mixture tokenizer`: the training mixture read from a BPE tokenizer's merge list (bpe_merges)."""
+"""`lmaudit mixture tokenizer`: the training mixture read from a BPE tokenizer's merge list (bpe_merges);
+`lmaudit mixture documented add`: a model's documented mixture, the truth `fct_mixture_evaluation` scores against."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ingest.cli.context import console, state
+from ingest.cli.context import console, err_console, state
 
-app = typer.Typer(help="Training-mixture estimates that need no generations.", no_args_is_help=True)
+app = typer.Typer(help="Training-mixture estimates that need no generations, and documented mixtures.",
+                  no_args_is_help=True)
+documented_app = typer.Typer(help="Documented training mixtures (what a model's report says it was trained on).",
+                             no_args_is_help=True)
+app.add_typer(documented_app, name="documented")
 
 
 @app.command("tokenizer")
@@ -60,3 +65,38 @@ def tokenizer(
         ci = "" if est.n_boot == 0 else f"  [{100 * est.ci_low[i]:5.1f}, {100 * est.ci_high[i]:5.1f}]"
         console.print(f"  {d:<16} {100 * est.estimate[i]:5.1f} %{ci}", highlight=False, markup=False)
     console.print("next: lmaudit build; lmaudit sql \"select * from fct_mixture_sources\"", markup=False)
+
+
+@documented_app.command("add")
+def documented_add(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="CSV with columns domain,share (one row per domain), or YAML: a list "
+                                              "of {domain, share} or a mapping domain: share.")],
+    model: Annotated[str, typer.Option("--model", help="The model as its runs name it (a model folder or hub "
+                                                      "name; runs match it by full name or last path segment, "
+                                                      "case-insensitively).")],
+    source: Annotated[Optional[str], typer.Option("--source", help="Where the mixture is documented (a report, "
+                                                                  "a URL); default: the file's path.")] = None,
+) -> None:
+    """Register a model's documented training mixture (replacing an earlier one of the same model); shares not
+    summing to 1 are normalised, with a warning."""
+    from ingest.documented_mixtures import load_mixture, register, seed_models
+
+    m = load_mixture(file, model, source)
+    r = register(state(ctx).lake, m, seed_models())
+    if m.normalised:
+        err_console.print(f"warning: the shares sum to {m.total_as_given:g}, not 1; stored each divided by "
+                          f"{m.total_as_given:g}", markup=False, highlight=False, soft_wrap=True)
+    what = f"replaced the earlier mixture (source: {r.replaced_source})" if r.replaced_source else "registered"
+    console.print(f"{model}: documented mixture of {len(m.shares)} domains {what}; source: {m.source}",
+                  markup=False, highlight=False, soft_wrap=True)
+    for d, share in m.shares:
+        console.print(f"  {d:<16} {100 * share:6.2f} %", markup=False, highlight=False)
+    if r.seed_replaced:
+        console.print(f"it replaces the seed's recipe of {model} (seeds/mixtures_documented.csv) in the marts",
+                      markup=False, highlight=False, soft_wrap=True)
+    if not r.n_matching_runs:
+        console.print(f"note: no run of model {model} yet; fct_mixture_evaluation scores the runs whose model is "
+                      f"{model} or ends in /{model.rsplit('/', 1)[-1]} (or var mixture_model_aliases)",
+                      markup=False, highlight=False, soft_wrap=True)
+    console.print("next: lmaudit build; lmaudit sql \"select * from fct_mixture_evaluation\"", markup=False)

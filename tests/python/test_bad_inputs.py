@@ -188,6 +188,13 @@ def _second_classifier(home: Path, data: Path) -> None:
     _write(home / "classifiers" / "other" / "meta.json", "{}")
 
 
+def _mixture_file(name: str, text: str) -> Callable[[Path, Path], None]:
+    """A documented-mixture file beside the lake (`{home}/<name>`), for `mixture documented add`."""
+    return lambda home, data: _write(home / name, text)
+
+
+DOC_ADD = ["mixture", "documented", "add"]
+
 IMPORT = ["import", "generations"]
 GEN_OPTS = ["--model", "m", "--setting", "unconditional"]
 
@@ -321,6 +328,27 @@ CASES = [
     Case("generate: relative model folder not found", ["generate", "--model", "./no/such/folder", "--corpus", "mini"],
          "no model folder at"),
     Case("build: --select matches nothing", ["build", "--select", "nosuch_model"], "--select nosuch_model matches no"),
+    # -- mixture documented add -------------------------------------------------------------------------
+    Case("documented mixture: no file", [*DOC_ADD, "{root}/none.csv", "--model", "m"], "none.csv not found"),
+    Case("documented mixture: unknown suffix", [*DOC_ADD, "{data}/afile", "--model", "m"], "is a .csv"),
+    Case("documented mixture: unknown column", [*DOC_ADD, "{home}/m.csv", "--model", "m"], "unknown field(s) 'pct'",
+         setup=_mixture_file("m.csv", "domain,share,pct\ncode,1,100\n")),
+    Case("documented mixture: no share column", [*DOC_ADD, "{home}/m.csv", "--model", "m"], "missing 'share'",
+         setup=_mixture_file("m.csv", "domain,weight\ncode,1\n")),
+    Case("documented mixture: negative share", [*DOC_ADD, "{home}/m.csv", "--model", "m"], "finite number >= 0",
+         setup=_mixture_file("m.csv", "domain,share\ncode,1.2\nweb,-0.2\n")),
+    Case("documented mixture: share not a number", [*DOC_ADD, "{home}/m.csv", "--model", "m"], "must be a number",
+         setup=_mixture_file("m.csv", "domain,share\ncode,half\n")),
+    Case("documented mixture: all zero", [*DOC_ADD, "{home}/m.csv", "--model", "m"], "every share is 0",
+         setup=_mixture_file("m.csv", "domain,share\ncode,0\nweb,0\n")),
+    Case("documented mixture: domain twice", [*DOC_ADD, "{home}/m.csv", "--model", "m"], "appears twice",
+         setup=_mixture_file("m.csv", "domain,share\ncode,0.5\nCode,0.5\n")),
+    Case("documented mixture: YAML item without share", [*DOC_ADD, "{home}/m.yaml", "--model", "m"],
+         "item 1: missing 'share'", setup=_mixture_file("m.yaml", "- {domain: code}\n")),
+    Case("documented mixture: not YAML", [*DOC_ADD, "{home}/m.yaml", "--model", "m"], "is not valid YAML",
+         setup=_mixture_file("m.yaml", "a: [1, 2\n")),
+    Case("documented mixture: seed model in other case", [*DOC_ADD, "{home}/m.csv", "--model", "olmo-1b"],
+         "the seed documents this model as 'OLMo-1B'", setup=_mixture_file("m.csv", "domain,share\nWeb,1\n")),
     Case("classify train: no references", ["classify", "train"], "reference"),
     Case("classify score: no classifier", ["classify", "score", "--run", "r1"], "no classifier"),
     Case("score: nothing to score", ["score", "--model", "m"], "--reference and/or --run"),
