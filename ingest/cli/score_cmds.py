@@ -21,6 +21,10 @@ def score(
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     executor: Annotated[str, typer.Option(help="local or ray.")] = "local",
     workers: Annotated[int, typer.Option(help="Workers, each loading the model.")] = 1,
+    scoring: Annotated[str, typer.Option(help="authors (LLMSurgeon's scripts: no start token, <= 512 tokens, zlib "
+                                              "level 6, Min-K% over max(1, int(k n)) tokens) or lmaudit (start "
+                                              "token, zlib level 9, ceil(k n)); rows of both are kept apart.")]
+    = "authors",
 ) -> None:
     """Record per-token log-probabilities and loss / zlib / Min-K% / Min-K%++ scores; resumable."""
     from ingest.errors import UserError
@@ -36,7 +40,8 @@ def score(
     if dtype not in ("float32", "bfloat16", "float16"):
         raise UserError(f"--dtype must be float32, bfloat16 or float16, not {dtype!r}")
     lake = state(ctx).lake
-    job = ScoreJob(model, ref_model, batch_size, device, dtype)
+    job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)
+    job.convention  # an unknown --scoring is one line before the model loads
     sources = ([("reference", reference_items(lake))] if reference else []) + \
         [(f"run:{r}", run_items(lake, r)) for r in (run or [])]
     ex = get_executor(executor, workers=workers) if executor != "local" or workers > 1 else None

@@ -1,7 +1,10 @@
 """Per-token log-probabilities of texts under a causal language model (transformers; CPU or GPU).
 
-Each text is scored as the model would have seen it as a training document: its own tokenizer, its start
-token (BOS, else EOS) first, at most the model's context length (longer texts are cut, and say so).
+Each text is encoded with the model's own tokenizer and cut to the model's context length (and to
+`max_tokens`; a cut text says so). With `start_token` the start token (BOS, else EOS) goes first and every
+text token is scored, as the model saw a training document; without it the text is encoded as
+`tokenizer.encode(text)` does by default (the LLMSurgeon scripts' way: no start token for GPT-2/NeoX-style
+tokenizers, so the first token is only context) and a text shorter than `min_tokens` gets no scores.
 Besides log p(x_t | x_<t) the scorer keeps the mean and standard deviation of log p(z | x_<t) over the
 vocabulary, which Min-K%++ needs and which cannot be recovered later without the model.
 """
@@ -26,7 +29,8 @@ class HFScorer:
     """Loads a local model folder (save_pretrained) once; `score(texts)` returns TokenScores per text."""
 
     def __init__(self, model: str, batch_size: int = 8, device: str = "cpu", dtype: str = "float32",
-                 threads: int | None = 1):
+                 threads: int | None = 1, start_token: bool = True, max_tokens: int | None = None,
+                 min_tokens: int = 0):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -47,6 +51,8 @@ class HFScorer:
         cfg = self.model.config
         self.ctx = int(getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", None) or 2048)
         self.batch_size, self.device = batch_size, device
+        self.start_token, self.min_tokens = start_token, min_tokens
+        self.limit = min(self.ctx, max_tokens) if max_tokens else self.ctx  # encoded tokens kept
 
     def score(self, texts: Sequence[str]) -> list[TokenScores]:
         out: list[TokenScores] = []
@@ -59,9 +65,17 @@ class HFScorer:
 
         seqs, cut = [], []
         for t in texts:
-            ids = list(self.tok.encode(t, add_special_tokens=False, verbose=False))  # long texts are cut below
-            cut.append(len(ids) > self.ctx - 1)
-            seqs.append([self.start, *ids[:self.ctx - 1]])
+            if self.start_token:
+                ids = list(self.tok.encode(t, add_special_tokens=False, verbose=False))  # long texts are cut below
+                cut.append(len(ids) > self.limit - 1)
+                seqs.append([self.start, *ids[:self.limit - 1]])
+            else:
+                ids = list(self.tok.encode(t, verbose=False))
+                cut.append(len(ids) > self.limit)
+                ids = ids[:self.limit]
+                seqs.append(ids if len(ids) >= max(self.min_tokens, 1) else [])
+        if not any(seqs):
+            return [TokenScores([], [], [], c) for c in cut]
         width = max(len(s) for s in seqs)
         pad = self.start
         ids = torch.tensor([s + [pad] * (width - len(s)) for s in seqs], device=self.device)
@@ -71,11 +85,11 @@ class HFScorer:
             logp = torch.log_softmax(logits, dim=-1)
             p = logp.exp()
             mu = (p * logp).sum(-1)
-            var = (p * logp * logp).sum(-1) - mu * mu
+            var = (p * (logp - mu.unsqueeze(-1)) ** 2).sum(-1)  # two-pass: E[x^2] - mu^2 cancels in float32
             sigma = var.clamp_min(0).sqrt()
             target = logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
         res = []
         for b, s in enumerate(seqs):
-            n = len(s) - 1
+            n = max(len(s) - 1, 0)
             res.append(TokenScores(target[b, :n].tolist(), mu[b, :n].tolist(), sigma[b, :n].tolist(), cut[b]))
         return res

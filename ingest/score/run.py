@@ -5,6 +5,11 @@ atomic `text_scores` partition whose name hashes the model, the item source and 
 so a re-run skips finished chunks and a changed text is scored again (its old row stays keyed by the old
 text's hash and no mart reads it). With a reference model (the "Ref" baseline) each text is scored under
 both and the row keeps both losses.
+
+The scoring convention (`authors`, the default, or `lmaudit`; ingest/score/features.py) changes the scores
+of the same text, so it is part of the row key, of the partition names and of `params`: rows of the two
+conventions live side by side and never replace each other. `lmaudit` rows keep the key they had before
+conventions existed (and rows without a convention in `params` read as `lmaudit`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass
 from ingest.errors import UserError
 from ingest.executors import WorkerSpec, get_executor
 from ingest.lake import Lake, make_key, text_hash
-from ingest.score.features import score_text
+from ingest.score.features import SCORINGS, Scoring, score_text
 
 K_FRACTION = 0.2  # Min-K% and Min-K%++ average the lowest 20% of the tokens
 
@@ -29,10 +34,20 @@ class ScoreJob:
     batch_size: int = 8
     device: str = "cpu"
     dtype: str = "float32"
+    scoring: str = "authors"
+
+    @property
+    def convention(self) -> Scoring:
+        return SCORINGS.get(self.scoring)
+
+    def key_parts(self) -> tuple[str, ...]:
+        """What keys a row or partition besides its model and text: nothing for `lmaudit` (the key rows had
+        before conventions existed), the convention's name otherwise."""
+        return () if self.scoring == "lmaudit" else (self.scoring,)
 
     def params(self) -> str:
         return json.dumps({"k": K_FRACTION, "batch_size": self.batch_size, "device": self.device,
-                           "dtype": self.dtype}, sort_keys=True)
+                           "dtype": self.dtype, **self.convention.params()}, sort_keys=True)
 
 
 class ScoreWorker:
@@ -42,7 +57,9 @@ class ScoreWorker:
         from ingest.score.logprobs import HFScorer
 
         self.job = job
-        kw = {"batch_size": job.batch_size, "device": job.device, "dtype": job.dtype}
+        c = job.convention
+        kw = {"batch_size": job.batch_size, "device": job.device, "dtype": job.dtype, "start_token": c.start_token,
+              "max_tokens": c.max_tokens, "min_tokens": c.min_tokens}
         self.scorer = HFScorer(job.model, **kw)
         self.ref = HFScorer(job.ref_model, **kw) if job.ref_model else None
 
@@ -50,16 +67,17 @@ class ScoreWorker:
         texts = [t for _, _, t in chunk]
         main = self.scorer.score(texts)
         ref = self.ref.score(texts) if self.ref else [None] * len(texts)
-        rows = []
+        rows, c = [], self.job.convention
         for (item_id, kind, text), s, r in zip(chunk, main, ref):
-            f = score_text(text, s.logprobs, s.mu, s.sigma, K_FRACTION)
+            f = score_text(text, s.logprobs, s.mu, s.sigma, K_FRACTION, c)
             h = text_hash(text)
             rows.append({
-                "score_id": make_key(self.job.model, kind, item_id, h), "model": self.job.model, "item_id": item_id,
+                "score_id": make_key(self.job.model, kind, item_id, h, *self.job.key_parts()),
+                "model": self.job.model, "item_id": item_id,
                 "item_kind": kind, "text_hash": h, "n_tokens": f.n_tokens, "truncated": s.truncated,
                 "loss": f.loss, "zlib_loss": f.zlib_loss, "mink": f.mink, "minkpp": f.minkpp,
                 "ref_model": self.job.ref_model,
-                "ref_loss": score_text(text, r.logprobs, r.mu, r.sigma).loss if r is not None else None,
+                "ref_loss": score_text(text, r.logprobs, r.mu, r.sigma, K_FRACTION, c).loss if r is not None else None,
                 "token_logprobs": s.logprobs, "params": self.job.params(),
             })
         return rows
@@ -82,7 +100,8 @@ def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]]
         raise UserError("--chunk-size must be at least 1")
     items = sorted(items)
     chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
-    prefix = f"score--{make_key(job.model, job.ref_model)[:12]}--{make_key(source)[:12]}--"
+    job.convention  # an unknown convention fails before anything is read or deleted
+    prefix = f"score--{make_key(job.model, job.ref_model, *job.key_parts())[:12]}--{make_key(source)[:12]}--"
     names = [prefix + make_key(*(f"{i}:{text_hash(t)}" for i, _, t in c))[:16] for c in chunks]
     for part in lake.partitions("text_scores"):  # chunks of an older version of this input
         if part.startswith(prefix) and part not in names:

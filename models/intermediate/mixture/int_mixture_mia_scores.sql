@@ -1,7 +1,8 @@
 -- Membership scores of labelled reference documents under each scored model, one row per (model, method,
 -- document), oriented so that HIGHER means "looks more like training data": -loss, -zlib, Min-K%, Min-K%++
 -- and -(loss / reference-model loss). A score counts only while the document has the text it was computed
--- from (text_hash = md5 of the current text).
+-- from (text_hash = md5 of the current text). `scoring` is the convention the text was scored under
+-- (authors or lmaudit, from `params`; rows written before conventions existed are lmaudit's).
 with
 
 scores as (
@@ -27,7 +28,8 @@ current_scores as (
         scores.zlib_loss,
         scores.mink,
         scores.minkpp,
-        scores.ref_loss
+        scores.ref_loss,
+        coalesce(json_extract_string(scores.params, '$.scoring'), 'lmaudit') as scoring
     from scores
     inner join reference_docs
         on
@@ -40,6 +42,7 @@ methods as (
 
     select
         model,
+        scoring,
         ref_doc_id,
         domain,
         unnest([
@@ -57,6 +60,7 @@ final as (
 
     select
         methods.model,
+        methods.scoring,
         methods.m.estimator,
         methods.ref_doc_id,
         methods.domain,

@@ -17,7 +17,9 @@ vars as (
         cast('{{ domain_aliases | tojson }}' as json) as domain_aliases,
         cast('{{ var("mixture_model_aliases", {}) | tojson }}' as json) as model_aliases,
         cast({{ var('mixture_max_uncovered_weight', 0.05) }} as double) as max_uncovered_weight,
-        cast({{ var('mixture_span_min_tokens', 50) }} as integer) as span_min_tokens
+        cast({{ var('mixture_span_min_tokens', 50) }} as integer) as span_min_tokens,
+        cast('{{ var("mixture_mia_aggregation", "authors") }}' as varchar) as mia_aggregation,
+        cast('{{ var("mixture_mia_scoring", "authors") }}' as varchar) as mia_scoring
 
 ),
 
@@ -33,6 +35,8 @@ final as (
         model_aliases,
         max_uncovered_weight,
         span_min_tokens,
+        mia_aggregation,
+        mia_scoring,
         cast(json_object(
             'estimators', estimators_json,
             'bootstrap_resamples', bootstrap_resamples,
@@ -42,7 +46,9 @@ final as (
             'domain_aliases', domain_aliases,
             'model_aliases', model_aliases,
             'max_uncovered_weight', max_uncovered_weight,
-            'span_min_tokens', span_min_tokens
+            'span_min_tokens', span_min_tokens,
+            'mia_aggregation', mia_aggregation,
+            'mia_scoring', mia_scoring
         ) as varchar) as params
     from vars
 

@@ -1,12 +1,49 @@
 -- The training mixture by membership-inference aggregation (LLMSurgeon's MIA baselines), one row per (model,
--- estimator, domain): the same number of reference documents from every domain (the smallest domain's count;
--- the first by md5 of their ids), a threshold at the median member score of that pooled sample, and each
--- domain's share of documents above the threshold, normalised to sum to 1.
+-- estimator, domain). Per model the rows of one scoring convention (var mixture_mia_scoring, authors by
+-- default; a model scored only under the other uses that one). Two aggregations (var mixture_mia_aggregation):
+-- authors (default), as the authors' run_{mink,minkpp,zlib}_threshold scripts: every scored reference
+-- document, a threshold at the median score of all of them, a document is a member when its score is >= the
+-- threshold (loss, zlib, ref; their zlib script) or > it (Min-K%, Min-K%++; their scripts), and each domain's
+-- member count divided by all members; balanced (lmaudit's earlier choice): the same number of documents
+-- from every domain (the smallest domain's count, the first by md5 of their ids), strict >, the same
+-- normalisation (with equal counts per domain, each domain's share above the median normalised).
 with
 
 scores as (
 
     select * from {{ ref('int_mixture_mia_scores') }}
+
+),
+
+params as (
+
+    select * from {{ ref('int_mixture_params') }}
+
+),
+
+model_scoring as (
+
+    select
+        scores.model,
+        params.mia_scoring,
+        case
+            when bool_or(scores.scoring = params.mia_scoring) then params.mia_scoring
+            else min(scores.scoring)
+        end as scoring
+    from scores
+    cross join params
+    group by scores.model, params.mia_scoring
+
+),
+
+chosen as (
+
+    select scores.*
+    from scores
+    inner join model_scoring
+        on
+            scores.model = model_scoring.model
+            and scores.scoring = model_scoring.scoring
 
 ),
 
@@ -17,7 +54,7 @@ domain_sizes as (
         estimator,
         domain,
         count(*) as n_scored
-    from scores
+    from chosen
     group by model, estimator, domain
 
 ),
@@ -27,28 +64,29 @@ balance as (
     select
         model,
         estimator,
-        min(n_scored) as n_per_domain,
+        min(n_scored) as n_smallest,
         count(*) as n_domains
     from domain_sizes
     group by model, estimator
 
 ),
 
-balanced as (
+sample as (
 
     select
-        scores.*,
-        balance.n_per_domain,
-        balance.n_domains
-    from scores
+        chosen.*,
+        balance.n_domains,
+        params.mia_aggregation as aggregation
+    from chosen
     inner join balance
         on
-            scores.model = balance.model
-            and scores.estimator = balance.estimator
-    qualify row_number() over (
-        partition by scores.model, scores.estimator, scores.domain
-        order by md5(scores.ref_doc_id), scores.ref_doc_id
-    ) <= balance.n_per_domain
+            chosen.model = balance.model
+            and chosen.estimator = balance.estimator
+    cross join params
+    qualify params.mia_aggregation = 'authors' or row_number() over (
+        partition by chosen.model, chosen.estimator, chosen.domain
+        order by md5(chosen.ref_doc_id), chosen.ref_doc_id
+    ) <= balance.n_smallest
 
 ),
 
@@ -58,27 +96,43 @@ thresholds as (
         model,
         estimator,
         quantile_cont(member_score, 0.5) as threshold
-    from balanced
+    from sample
     group by model, estimator
+
+),
+
+members as (
+
+    select
+        sample.*,
+        thresholds.threshold,
+        case
+            when sample.aggregation = 'authors' and sample.estimator in ('mia_loss', 'mia_zlib', 'mia_ref')
+                then sample.member_score >= thresholds.threshold
+            else sample.member_score > thresholds.threshold
+        end as is_member
+    from sample
+    inner join thresholds
+        on
+            sample.model = thresholds.model
+            and sample.estimator = thresholds.estimator
 
 ),
 
 per_domain as (
 
     select
-        balanced.model,
-        balanced.estimator,
-        balanced.domain,
-        any_value(balanced.n_per_domain) as n_per_domain,
-        any_value(balanced.n_domains) as n_domains,
-        any_value(thresholds.threshold) as threshold,
-        count(*) filter (where balanced.member_score > thresholds.threshold) / count(*) as share_above
-    from balanced
-    inner join thresholds
-        on
-            balanced.model = thresholds.model
-            and balanced.estimator = thresholds.estimator
-    group by balanced.model, balanced.estimator, balanced.domain
+        model,
+        estimator,
+        domain,
+        any_value(scoring) as scoring,
+        any_value(aggregation) as aggregation,
+        count(*) as n_used,
+        any_value(n_domains) as n_domains,
+        any_value(threshold) as threshold,
+        count(*) filter (where is_member) as n_members
+    from members
+    group by model, estimator, domain
 
 ),
 
@@ -86,11 +140,12 @@ normalised as (
 
     select
         *,
-        share_above / nullif(sum(share_above) over (partition by model, estimator), 0) as normalised_share,
+        n_members / n_used as share_above,
+        n_members / nullif(sum(n_members) over (partition by model, estimator), 0) as member_share,
         case
             when n_domains < 2 then 'reference documents of one domain only'
-            when sum(share_above) over (partition by model, estimator) = 0
-                then 'no reference document scores above the pooled median'
+            when sum(n_members) over (partition by model, estimator) = 0
+                then 'no reference document scores above the median'
         end as null_reason
     from per_domain
 
@@ -103,11 +158,13 @@ final as (
         {{ model_name('model') }} as model_name,
         estimator,
         domain,
-        case when null_reason is null then normalised_share end as estimate,
+        case when null_reason is null then member_share end as estimate,
         share_above,
         threshold,
-        n_per_domain,
+        n_used as n_per_domain,
         n_domains,
+        scoring,
+        aggregation,
         null_reason
     from normalised
 
