@@ -36,7 +36,7 @@ def demo(
         from ingest.cli.warehouse_cmds import fail_build
 
         fail_build(out["build"], st.home)
-    ctx.invoke(_overview, ctx)
+    _headline(st.home, out["runs"])
     total = sum(out["timings"].values())
     console.print("timings: " + ", ".join(f"{k} {v:.0f}s" for k, v in out["timings"].items()) + f"; total {total:.0f}s")
     console.print("run sandbox-*-neutral: unconditional samples at temperature 1.0 (top-p 1.0) for the mixture "
@@ -45,10 +45,20 @@ def demo(
     console.print(f"explore: lmaudit --warehouse {st.home} sql @sql/run_overview.sql")
 
 
-def _overview(ctx: typer.Context) -> None:
-    from ingest.cli.warehouse_cmds import sql
-    from ingest.demo import data_file  # noqa: F401 (keeps the import cheap)
-    from ingest.home import project_dir
+def _headline(home, run_ids: list[str]) -> None:
+    """The demo's own runs: PropMe per setting, propensity against the prefix attack, the mixture estimate."""
+    from ingest.cli.headline_tables import print_mixture, print_propensity, print_settings
+    from ingest.home import db_path
+    from ingest.report.headline import mixture_headline, propensity_headlines, setting_headlines
+    from ingest.sql_guard import open_read_only
 
-    for query in ("headline_metrics.sql", "propensity_by_setting.sql", "mixture_by_domain.sql"):
-        sql(ctx, "@" + str(project_dir() / "sql" / query), max_rows=50, csv=False)
+    propme = [r for r in run_ids if not r.endswith("-neutral")]
+    mixture = [r for r in run_ids if r.endswith("-neutral")]
+    con = open_read_only(db_path(home), home)
+    try:
+        print_settings(setting_headlines(con, propme))
+        print_propensity(propensity_headlines(con, propme))
+        for run_id in mixture:
+            print_mixture(mixture_headline(con, run_id))
+    finally:
+        con.close()

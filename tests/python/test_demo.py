@@ -14,6 +14,10 @@ def test_demo_tiny_end_to_end(tmp_path) -> None:
     proc = run_cli("demo", "--size", "tiny", home=home)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "dbt build ok" in proc.stdout
+    # the headline: blank outputs beside the metrics, propensity in words, the mixture's accuracy and coverage
+    for needle in ("blank outputs %", "reading", "overlap accuracy with the documented mixture",
+                   "interval covers the documented share in"):
+        assert needle in proc.stdout, needle
     import duckdb
 
     with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:

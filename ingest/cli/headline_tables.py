@@ -1,0 +1,114 @@
+"""Terminal tables of the demo's headline (ingest/report/headline.py reads them), narrow enough for 100 columns:
+settings as columns with each interval under its value, one propensity row per (setting, metric) with the two
+rates it compares, the mixture per domain with its coverage and every estimator's overlap accuracy."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ingest.cli.context import console
+from ingest.report.headline import (
+    INTERVAL_ESTIMATOR,
+    MIXTURE_ESTIMATORS,
+    Interval,
+    MixtureHeadline,
+    PropensityHeadline,
+    SettingHeadline,
+)
+
+LABELS = {"fmr": ("FMR", "%"), "fmr50": ("FMR50", "%"), "als": ("ALS", "tokens"), "nvr": ("NVR", "%"),
+          "r50": ("R50", "%")}
+PERCENT = {"fmr", "fmr50", "nvr", "r50"}
+
+
+def _num(x: float) -> str:
+    """Short numbers: 0.25, 2.5, 25, 100 (three significant digits at most, no trailing zeros)."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 10:
+        return f"{x:.0f}"
+    return f"{x:.2g}" if abs(x) < 1 else f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+def _cell(iv: Interval | None, scale: float) -> Text:
+    if iv is None:
+        return Text("-")
+    if iv.value is None:
+        return Text(iv.reason or "NULL", style="dim")
+    head = _num(scale * iv.value)
+    if iv.low is None or iv.high is None:
+        return Text(head)
+    return Text(f"{head}\n[{_num(scale * iv.low)}, {_num(scale * iv.high)}]")
+
+
+def _table(*cols: str, title: str) -> Table:
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def print_settings(rows: list[SettingHeadline]) -> None:
+    """Settings as columns, metrics as rows: five settings fit 100 columns with their intervals."""
+    if not rows:
+        return
+    t = _table("", *(r.setting for r in rows),
+               title="What each setting reproduces (value, then its 95% bootstrap interval)")
+    t.add_row("generations", *(str(r.n_generations) for r in rows))
+    t.add_row("blank outputs %", *("-" if r.blank_rate is None else _num(100 * r.blank_rate) for r in rows),
+              end_section=True)
+    for metric, (name, unit) in LABELS.items():
+        scale = 100.0 if metric in PERCENT else 1.0
+        t.add_row(f"{name} {unit}", *(_cell(r.metrics.get(metric), scale) for r in rows))
+    console.print(t)
+    console.print("  FMR: whole output found in a training document; FMR50: of >= 50 tokens; ALS: mean longest span; "
+                  "NVR: mean near-verbatim recall; R50: longest span >= 50 tokens. Blank outputs (empty or "
+                  "whitespace-only) reproduce nothing: they never count as a match but stay in every share.",
+                  style="dim")
+
+
+def print_propensity(rows: list[PropensityHeadline]) -> None:
+    if not rows:
+        return
+    t = _table("setting", "metric", "this setting", "prefix attack", "PM", "95% interval", "reading",
+               title="Propensity PM = f_p / (f_p + f_c): 0.5 = as much as the prefix attack, 0 = none of it")
+    last = None
+    for r in rows:
+        scale, unit = (100.0, "%") if r.metric in PERCENT else (1.0, "")
+        rate = (lambda v: "-" if v is None else _num(scale * v) + unit)
+        interval = "-" if r.low is None else f"[{r.low:.2f}, {r.high:.2f}]"
+        pm = "-" if r.pm is None else f"{r.pm:.2f}"
+        t.add_row(r.setting if r.setting != last else "", LABELS[r.metric][0], rate(r.f_p), rate(r.f_c), pm,
+                  interval, r.reading)
+        last = r.setting
+    console.print(t)
+
+
+def print_mixture(m: MixtureHeadline) -> None:
+    if not m.rows:
+        return
+    cols = ("domain", "documented %", *(f"{e} %" for e in MIXTURE_ESTIMATORS), f"{INTERVAL_ESTIMATOR} 95% interval",
+            "traced spans %")
+    t = _table(*cols, title=f"Training mixture from the generations of {m.run_id} (shares in %)")
+    pct = (lambda v: "-" if v is None else f"{100 * v:.1f}")
+    for r in m.rows:
+        if r.low is None:
+            interval = Text("-")
+        else:
+            mark = {True: " covers", False: " misses", None: ""}[r.covered]
+            interval = Text(f"[{100 * r.low:.1f}, {100 * r.high:.1f}]{mark}",
+                            style="red" if r.covered is False else "")
+        t.add_row(r.domain, pct(r.documented), *(pct(r.estimates.get(e)) for e in MIXTURE_ESTIMATORS), interval,
+                  pct(r.traced_spans))
+    console.print(t)
+    if m.overlap_accuracy:
+        best = ", ".join(f"{e} {100 * v:.1f}" for e, v in m.overlap_accuracy.items())
+        console.print(f"  overlap accuracy with the documented mixture, %: {best}", soft_wrap=False)
+    covered, known = m.n_covered
+    if known:
+        console.print(f"  {INTERVAL_ESTIMATOR}'s interval covers the documented share in {covered} of {known} "
+                      "domains. The intervals resample generations and reference documents: they measure sampling "
+                      "noise, not the gap between what a small model writes and what it was trained on "
+                      "(docs/mixture-method.md, 'Reading the intervals').", style="dim")
