@@ -25,6 +25,13 @@ import duckdb
 import numpy as np
 
 
+LLMSURGEON_PRESETS = {
+    "llmsurgeon": "the llmsurgeon preset (the authors' 36 prompts x 10 cut to 300, one sample each, temperature 0.8, "
+                  "top-p 0.9)",
+    "neutral-prefixes": "the neutral-prefixes preset (lmaudit's 36 prefixes x 9 samples, temperature 0.8, top-p 0.9)",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--warehouse", type=Path, required=True)
@@ -38,7 +45,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, help="training steps (default: the size's)")
     ap.add_argument("--mia", action="store_true", help="also the membership-inference aggregation baselines")
     ap.add_argument("--llmsurgeon", action="store_true",
-                    help="also a run per model with `--preset llmsurgeon` (36 neutral prefixes, temperature 0.8)")
+                    help="also a run per model with `--preset llmsurgeon` (the authors' 36 prompts cut to 300, "
+                         "temperature 0.8) and one with `--preset neutral-prefixes` (lmaudit's 36 prefixes x 9)")
     a = ap.parse_args()
 
     from ingest.build import build
@@ -110,15 +118,17 @@ def main() -> None:
         if a.llmsurgeon:
             from ingest.generate.presets import get_preset
 
-            p = get_preset("llmsurgeon")
-            t = time.perf_counter()
-            build_prompt_set(lake, corpus, "neutral")
-            spec = RunSpec(f"mix-{a.size}-{m}-llmsurgeon", str(paths.model_dir), "neutral", "hf", corpus_id_for(corpus),
-                           SamplingConfig(p.temperature, p.top_p, p.max_new_tokens), purpose=p.purpose)
-            run_generation(lake, be, spec, prompt_units(lake, corpus, "neutral", be, p.n_samples, 0), progress=False)
-            score_runs(lake, [spec.run_id], classifier="sandbox-mixture-tfidf", progress=False)
-            timings[f"llmsurgeon preset {m}"] = time.perf_counter() - t
-            runs.append((m, "llmsurgeon", spec.run_id, str(paths.model_dir)))
+            for name in LLMSURGEON_PRESETS:
+                p = get_preset(name)
+                setting = p.settings[0]
+                t = time.perf_counter()
+                build_prompt_set(lake, corpus, setting)
+                spec = RunSpec(f"mix-{a.size}-{m}-{name}", str(paths.model_dir), setting, "hf", corpus_id_for(corpus),
+                               SamplingConfig(p.temperature, p.top_p, p.max_new_tokens), purpose=p.purpose)
+                run_generation(lake, be, spec, prompt_units(lake, corpus, setting, be, p.n_samples, 0), progress=False)
+                score_runs(lake, [spec.run_id], classifier="sandbox-mixture-tfidf", progress=False)
+                timings[f"{name} preset {m}"] = time.perf_counter() - t
+                runs.append((m, name, spec.run_id, str(paths.model_dir)))
 
     if a.mia:
         from ingest.score.run import ScoreJob, reference_items, score_items
@@ -152,9 +162,9 @@ def main() -> None:
 
     estimators = sorted({e for _, e in by_run}, key=lambda e: -np.mean([ev.get((x[2], e), (0, 0))[0] for x in runs]))
     print(f"\n{s.line()}\n{tr.line()}\n")
-    for temp in a.temperatures + (["llmsurgeon"] if a.llmsurgeon else []):
-        what = ("the llmsurgeon preset (36 neutral prefixes x 9 samples, temperature 0.8, top-p 0.9)"
-                if temp == "llmsurgeon" else f"Temperature {temp:g} (top-p {1.0 if temp == 1.0 else 0.95}), N = {a.n} per model")
+    for temp in a.temperatures + (list(LLMSURGEON_PRESETS) if a.llmsurgeon else []):
+        what = (LLMSURGEON_PRESETS[temp] if temp in LLMSURGEON_PRESETS
+                else f"Temperature {temp:g} (top-p {1.0 if temp == 1.0 else 0.95}), N = {a.n} per model")
         print(f"\n{what}. "
               "OA % against the share of documents (tokens in brackets); last column: 95% CI coverage of the "
               "document shares.\n")
@@ -196,8 +206,8 @@ def _print_mia(mixtures, boxes, truths, mia, runs, ev) -> None:
     est: dict[tuple[str, str], dict[str, float]] = {}
     for model, e, d, x in mia:
         est.setdefault((model, e), {})[d] = x
-    print("\nMembership-inference aggregation (reference documents scored under each model; balanced sample,"
-          " pooled median; OA % against the share of documents):\n")
+    print("\nMembership-inference aggregation (reference documents scored under each model; the default "
+          "scoring and aggregation, the authors' scripts'; OA % against the share of documents):\n")
     print("| estimator | " + " | ".join(mixtures) + " | mean |")
     print("|---|" + "---|" * (len(mixtures) + 1))
     names = sorted({e for _, e in est}) + ["pacc", "direct"]

@@ -71,9 +71,10 @@ def build_report(home: Path, out: Path | None = None) -> Report:
         tables = (f"<h2>Headline metrics</h2>{_table(con, HEADLINE_SQL)}"
                   f"<h2>Propensity</h2>{_table(con, PROPENSITY_SQL)}")
         tables += propme_tables_html(con)  # wide tables, chance level, source duplication, glossary
-        from ingest.report.tables import table2_html
+        from ingest.report.tables import table2_html, table5_html
 
         tables += table2_html(con)  # models x estimators, overlap accuracy
+        tables += table5_html(con)  # prompt styles x models, overlap accuracy
         from ingest.explore.links import report_section
 
         tables += report_section(con, home, out)  # links into `lmaudit explore`

@@ -71,3 +71,38 @@ def table2_html(con) -> str:
         for label, cells in rows)
     return ("<h2>Mixture estimators (Table 2): overlap accuracy % against the documented mixture</h2>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+TABLE5_ESTIMATOR = "pacc"  # the paper's method as written
+STYLE_ORDER = ("instructional", "expository", "conversational", "coding", "category", "neutral", "lmaudit_neutral",
+               "unconditional")
+
+
+def table5(con, estimator: str = TABLE5_ESTIMATOR) -> tuple[list[str], list[tuple[str, dict[str, float | None]]]]:
+    """LLMSurgeon's Table 5 shape: one row per prompt style, one column per model, the overlap accuracy in %
+    of one estimator (the mean over the style's runs and classifiers of that model, usually one)."""
+    rows = con.execute(
+        "select style, model, avg(overlap_accuracy) from fct_mixture_prompt_styles where estimator = ? "
+        "group by style, model", [estimator]).fetchall()
+    models = sorted({short_model(m) for _, m, _ in rows})
+    out: dict[str, dict[str, float | None]] = {}
+    for style, model, oa in rows:
+        out.setdefault(style, {})[short_model(model)] = None if oa is None else 100 * float(oa)
+    order = [s for s in STYLE_ORDER if s in out] + sorted(set(out) - set(STYLE_ORDER))
+    return models, [(s, out[s]) for s in order]
+
+
+def table5_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
+    title = f"Prompt styles (Table 5): overlap accuracy % of {estimator} against the documented mixture"
+    try:
+        models, rows = table5(con, estimator)
+    except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+        return f"<h2>{html.escape(title)}</h2><p><em>not available: {html.escape(str(e).splitlines()[0])}</em></p>"
+    if not rows:
+        return f"<h2>{html.escape(title)}</h2><p><em>no rows</em></p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["style", *models])
+    body = "".join(
+        "<tr><td>" + html.escape(style) + "</td>"
+        + "".join(f"<td>{'' if cells.get(m) is None else f'{cells[m]:.1f}'}</td>" for m in models) + "</tr>"
+        for style, cells in rows)
+    return f"<h2>{html.escape(title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
