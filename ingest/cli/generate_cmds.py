@@ -46,6 +46,9 @@ def generate(
                                             "float32, bfloat16 or float16. hf, and vllm unless --engine-arg dtype=...")] = "auto",
     gpus_per_worker: Annotated[float, typer.Option(help="GPUs each Ray actor reserves (--executor ray); for vllm at "
                                                         "least its tensor_parallel_size.")] = 0.0,
+    estimate: Annotated[bool, typer.Option("--estimate/--no-estimate", help="Before starting, time one small "
+                                                                          "batch (a few seconds) to estimate the "
+                                                                          "whole run's duration.")] = True,
     engine_arg: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE passed to vllm.LLM (repeatable). Numbers parse as numbers, true/false as booleans, "
              "none as None, JSON lists as lists, the rest as text: tensor_parallel_size=2, max_model_len=4096, "
@@ -107,8 +110,12 @@ def generate(
         extra = {"address": address, "num_gpus_per_worker": gpus_per_worker} if executor == "ray" else {}
         ex = get_executor(executor, workers=workers, **extra)
     prefix = run_prefix or Path(model).name
+    # every setting's prompts first: a setting without prompts stops the command before any generation
+    units_of = {s: prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
+                for s in wanted}
+    _print_plan(units_of, be, sampling, estimate and ex is None, batch_size if backend == "hf" else None)
     for s in wanted:
-        units = prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
+        units = units_of[s]
         spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base,
                        purpose=purpose, engine=json.dumps(engine, sort_keys=True, default=str))
         r = run_generation(lake, be, spec, units, executor=ex, backend_kwargs=kwargs)
@@ -116,6 +123,19 @@ def generate(
         console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
                       f"already done), {rate:,.0f} tokens/s")
 
+
+
+def _print_plan(units_of, backend, sampling, measure: bool, batch_size: int | None) -> None:
+    """The planned work and a duration estimate, before the first sample (ingest/generate/estimate.py)."""
+    from ingest.generate.estimate import PROBE_SAMPLES, Rate, describe, measure_rate, plan
+
+    first = next((u[0] for u in units_of.values() if u), None)
+    if measure and first is not None:
+        rate = measure_rate(backend, first, sampling, min(batch_size or PROBE_SAMPLES, PROBE_SAMPLES))
+    else:
+        rate = Rate(None, "not measured: --no-estimate" if not measure else "not measured with workers")
+    for line in describe(plan(units_of, sampling.max_new_tokens, rate)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _path_like(model: str) -> bool:

@@ -26,11 +26,14 @@ from ingest.lake import Lake, make_key, partition_name
 
 @dataclass(frozen=True)
 class PromptUnit:
-    """One prompt to sample from (token ids as the model sees them) and how many samples it gets."""
+    """One prompt to sample from (token ids as the model sees them) and how many samples it gets: samples
+    first_sample .. first_sample + n_samples - 1, sample g seeded with seed_base + g. A minimal-cue draw is one
+    sample whose index is its rank among the draws of its word (ingest/generate/plan.py)."""
 
     prompt_id: str
     token_ids: tuple[int, ...]
     n_samples: int
+    first_sample: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class RunSpec:
         dtype or engine argument as well as other sampling) drops its chunks instead of mixing them."""
         engine = () if self.engine == "{}" else (self.backend, self.engine)
         return make_key(self.model, self.setting, self.corpus_id, json.dumps(asdict(self.sampling), sort_keys=True),
-                        self.seed_base, self.chunk_size, *engine, *(f"{u.prompt_id}:{u.n_samples}" for u in units))
+                        self.seed_base, self.chunk_size, *engine, *(f"{u.prompt_id}:{u.n_samples}" + (f"+{u.first_sample}" if u.first_sample else "") for u in units))
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class RunSummary:
 
 
 def _work_list(spec: RunSpec, units: Sequence[PromptUnit]) -> list[tuple[PromptUnit, int]]:
-    return [(u, g) for u in units for g in range(u.n_samples)]
+    return [(u, g) for u in units for g in range(u.first_sample, u.first_sample + u.n_samples)]
 
 
 def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime, finished: datetime | None) -> dict:
@@ -117,10 +120,22 @@ def _drop_stale_chunks(lake: Lake, run_id: str, fingerprint: str, n_chunks: int)
             lake.delete("generations", part)
 
 
+PROGRESS_EVERY_S = 60.0
+
+
+def _eta(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
+
+
 def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Sequence[PromptUnit],
-                   progress: bool = True, executor=None, backend_kwargs: dict | None = None) -> RunSummary:
+                   progress: bool = True, executor=None, backend_kwargs: dict | None = None,
+                   progress_every_s: float = PROGRESS_EVERY_S) -> RunSummary:
     """Generate every (prompt, sample) of the run. With an `executor`, workers load the model themselves
-    (`spec.backend`, `spec.model`, `backend_kwargs`); otherwise the given `backend` runs in-process."""
+    (`spec.backend`, `spec.model`, `backend_kwargs`); otherwise the given `backend` runs in-process.
+
+    With `progress`, a terminal gets a progress bar; any other stdout (a log file, a pipe, nohup, CI), where
+    a bar is invisible, gets a plain progress line after the first chunk and then every `progress_every_s`."""
     if not units:
         raise UserError(f"run {spec.run_id}: no prompts for setting {spec.setting}; run `lmaudit prompts build` first")
     fp = spec.fingerprint(units)
@@ -141,18 +156,24 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
 
+    from rich.console import Console
+
     skipped = 0
     tokens = 0
     t0 = time.perf_counter()
+    out = Console()
+    lines = progress and not out.is_terminal
+    last_line, done_before, done_now = None, 0, 0
     with Progress(TextColumn(f"[bold]generate {spec.setting}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                  disable=not progress, transient=True) as bar:
+                  disable=not progress or lines, transient=True, console=out) as bar:
         task = bar.add_task("", total=len(work), rate="")
         todo = []
         for ci, chunk in enumerate(chunks):
             part = partition_name("run", spec.run_id, f"chunk-{ci:06d}")
             if lake.is_done("generations", part):
                 skipped += 1
+                done_before += len(chunk)
                 bar.advance(task, len(chunk))
             else:
                 todo.append((part, chunk))
@@ -174,5 +195,13 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
             tokens += sum(len(o.token_ids) for o in outs)
             el = time.perf_counter() - t0
             bar.update(task, advance=len(chunk), rate=f"{tokens / el:,.0f} tok/s" if el > 0 else "")
+            done_now += len(chunk)
+            if lines and (last_line is None or el - last_line >= progress_every_s):
+                last_line = el
+                left = len(work) - done_before - done_now
+                eta = f", ~{_eta(left * el / done_now)} left" if left and el > 0 else ""
+                out.print(f"generate {spec.run_id}: {done_before + done_now:,}/{len(work):,} generations "
+                          f"({100 * (done_before + done_now) / len(work):.0f} %), {tokens / el if el > 0 else 0:,.0f} "
+                          f"tokens/s{eta}", markup=False, highlight=False, soft_wrap=True)
     lake.write("runs", run_part, [_run_row(spec, fp, n_samples, started, datetime.now(timezone.utc))])
     return RunSummary(spec.run_id, len(work), len(chunks), skipped, time.perf_counter() - t0, tokens)
