@@ -48,8 +48,10 @@ def demo(
 def _headline(home, run_ids: list[str]) -> None:
     """The demo's own runs: PropMe per setting, propensity against the prefix attack, the mixture estimate."""
     from ingest.cli.headline_tables import print_mixture, print_propensity, print_settings
+    from ingest.cli.memorized_table import print_memorized
     from ingest.home import db_path
     from ingest.report.headline import mixture_headline, propensity_headlines, setting_headlines
+    from ingest.report.memorized import memorized_by_source
     from ingest.sql_guard import open_read_only
 
     propme = [r for r in run_ids if not r.endswith("-neutral")]
@@ -58,6 +60,7 @@ def _headline(home, run_ids: list[str]) -> None:
     try:
         print_settings(setting_headlines(con, propme))
         print_propensity(propensity_headlines(con, propme))
+        print_memorized(memorized_by_source(con, propme))  # canary (planted) vs licence text (natural copies)
         for run_id in mixture:
             print_mixture(mixture_headline(con, run_id))
     finally:
