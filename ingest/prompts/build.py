@@ -83,6 +83,23 @@ for _style in S.LLMSURGEON_STYLES:  # the authors' prompt lists (Table 5's style
     SETTINGS.add(f"llmsurgeon_{_style}", _llmsurgeon)
 
 
+def _why_fewer(corpus, setting: str, ps, req: PromptRequest) -> list[str]:
+    """Why a set has fewer prompts, or fewer distinct ones, than --n asked for: said, not left to be found
+    (`prompts build --n 1000` on the sandbox gave 98 distinct cue words and 342 prefix prompts, silently)."""
+    import inspect
+
+    texts = [r["text"] for r in ps.rows]
+    if setting == "minimal_cue" and len(set(texts)) < len(texts):
+        source = ps.rows[0].get("source") or "the word list"
+        return [f"{len(texts):,} prompts use {len(set(texts))} distinct words: each is a word of {source}, "
+                "drawn by frequency, so words repeat"]
+    if setting == "prefix" and len(texts) < req.n:
+        need = inspect.signature(S.prefix).parameters["min_doc_len"].default
+        return [f"{len(texts):,} of {req.n:,} prompts: only {len(texts):,} of the corpus's {corpus.engine.n_docs:,} "
+                f"training documents have >= {need} tokens (the prompt and its true continuation)"]
+    return []
+
+
 def _digest(f: Path | None) -> str | None:
     return hashlib.sha256(Path(f).read_bytes()).hexdigest() if f else None
 
@@ -99,6 +116,7 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
     corpus = open_corpus(lake, corpus_name)
     req = PromptRequest(n, lang, seed, file, match_file, check_leakage, progress)
     ps, notes = builder(corpus, setting, req)
+    notes = [*notes, *_why_fewer(corpus, setting, ps, req)]
     prompt_set = make_key(corpus.corpus_id, setting, json.dumps(
         {"n": n, "lang": lang, "seed": seed, "file": _digest(file), "match_file": _digest(match_file),
          "leakage_filter": check_leakage}, sort_keys=True))
