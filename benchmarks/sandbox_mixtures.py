@@ -43,6 +43,9 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, help="training steps (default: the size's)")
+    ap.add_argument("--styles", nargs="*", default=[],
+                    help="also a run per model with `--preset llmsurgeon --style S` for each style (Table 5), e.g. "
+                         "instructional expository conversational coding")
     ap.add_argument("--mia", action="store_true", help="also the membership-inference aggregation baselines")
     ap.add_argument("--llmsurgeon", action="store_true",
                     help="also a run per model with `--preset llmsurgeon` (the authors' 36 prompts cut to 300, "
@@ -118,12 +121,13 @@ def main() -> None:
         if a.llmsurgeon:
             from ingest.generate.presets import get_preset
 
-            for name in LLMSURGEON_PRESETS:
-                p = get_preset(name)
+            for name in [*LLMSURGEON_PRESETS, *(f"llmsurgeon:{x}" for x in a.styles)]:
+                preset, _, style = name.partition(":")
+                p = get_preset(preset, style or None)
                 setting = p.settings[0]
                 t = time.perf_counter()
                 build_prompt_set(lake, corpus, setting)
-                spec = RunSpec(f"mix-{a.size}-{m}-{name}", str(paths.model_dir), setting, "hf", corpus_id_for(corpus),
+                spec = RunSpec(f"mix-{a.size}-{m}-{name.replace(':', '-')}", str(paths.model_dir), setting, "hf", corpus_id_for(corpus),
                                SamplingConfig(p.temperature, p.top_p, p.max_new_tokens), purpose=p.purpose)
                 run_generation(lake, be, spec, prompt_units(lake, corpus, setting, be, p.n_samples, 0), progress=False)
                 score_runs(lake, [spec.run_id], classifier="sandbox-mixture-tfidf", progress=False)
@@ -196,8 +200,31 @@ def main() -> None:
             print(f"- {m}: " + "; ".join(parts))
     if a.mia:
         _print_mia(a.mixtures, boxes, truths, mia, runs, ev)
+    if a.llmsurgeon:
+        _print_styles(home, a.mixtures, boxes)
     print("\ntimings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items())
           + f"; total {time.perf_counter() - t_all:.0f}")
+
+
+def _print_styles(home, mixtures, boxes) -> None:
+    """Table 5's shape from fct_mixture_prompt_styles: prompt styles x models, pacc and direct OA %."""
+    from ingest.home import db_path
+
+    with duckdb.connect(str(db_path(home)), read_only=True) as con:
+        rows = con.execute("select style, model, estimator, avg(overlap_accuracy) from fct_mixture_prompt_styles "
+                           "where estimator in ('pacc', 'direct') group by all").fetchall()
+    got = {(st, mo, e): oa for st, mo, e, oa in rows}
+    print("\nPrompt styles (fct_mixture_prompt_styles; pacc / direct OA % against the share of documents):\n")
+    print("| style | " + " | ".join(mixtures) + " | mean pacc |")
+    print("|---|" + "---|" * (len(mixtures) + 1))
+    for st in sorted({st for st, _, _ in got}):
+        cells, oas = [], []
+        for m in mixtures:
+            model = str(boxes[m][0].model_dir)
+            pa, di = got.get((st, model, "pacc")), got.get((st, model, "direct"))
+            cells.append("" if pa is None else f"{100 * pa:.1f} / {100 * (di or float('nan')):.1f}")
+            oas += [100 * pa] if pa is not None else []
+        print(f"| {st} | " + " | ".join(cells) + f" | {np.mean(oas) if oas else float('nan'):.1f} |")
 
 
 def _print_mia(mixtures, boxes, truths, mia, runs, ev) -> None:
