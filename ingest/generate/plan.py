@@ -4,6 +4,8 @@ whose tokenizer differs from the index's would read them as other tokens."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ingest.corpora import corpus_id_for
 from ingest.errors import UserError
 from ingest.generate.backends import Backend
@@ -13,7 +15,9 @@ from ingest.lake import Lake
 
 def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samples: int,
                  n_generations: int, max_prompts: int | None = None, prompt_set: str | None = None) -> list[PromptUnit]:
-    """Work units from one prompt set: `prompt_set` (an id or its prefix) or the most recently built."""
+    """Work units from one prompt set: `prompt_set` (an id or its prefix) or the most recently built.
+    `n_generations` samples of the unconditional prompt; one sample of each minimal-cue draw (its set has one
+    row per generation); `n_samples` of every other prompt."""
     cid = corpus_id_for(corpus)
     rows = [r for r in lake.read("prompts").to_pylist() if r["corpus_id"] == cid and r["setting"] == setting]
     if not rows:
@@ -36,8 +40,16 @@ def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samp
         rows = rows[:max_prompts]
     start = backend.bos_id
     units = []
+    draws: Counter = Counter()
     for r in rows:
         ids = backend.encode(r["text"] or "")
+        if setting == "minimal_cue":
+            # one generation per drawn cue word (the paper's "for each generation, the word is drawn"); the c draws
+            # of a word, in prompt-id order, are its samples 0 .. c - 1 (seeds base + 0 .. c - 1), as in PropMe's code
+            k = draws[r["text"]]
+            draws[r["text"]] += 1
+            units.append(PromptUnit(r["prompt_id"], (start, *ids), 1, first_sample=k))
+            continue
         count = n_generations if setting == "unconditional" else n_samples
         units.append(PromptUnit(r["prompt_id"], (start, *ids), count))
     return units

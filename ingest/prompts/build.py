@@ -28,6 +28,7 @@ class PromptRequest:
     match_file: Path | None = None
     check_leakage: bool = True
     progress: bool = True
+    leakage_rule: str = "propme"  # or "strict" (ingest/prompts/leakage.py)
 
 
 SETTINGS: Registry = Registry("setting")
@@ -38,9 +39,13 @@ def _unconditional(corpus, setting: str, req: PromptRequest):
     return S.unconditional(corpus), []
 
 
+CUE_SEED_BASE = 42  # PropMe draws its cue words with seed 42; --seed 0 (the default) keeps that seed
+
+
 @SETTINGS.register("minimal_cue")
 def _minimal_cue(corpus, setting: str, req: PromptRequest):
-    return S.minimal_cue(corpus, req.n, req.lang, req.seed), []
+    """`req.n` draws, one per generation (the paper's 10,000: --n 10000); the draw seed is 42 + --seed."""
+    return S.minimal_cue(corpus, req.n, req.lang, CUE_SEED_BASE + req.seed), []
 
 
 @SETTINGS.register("specific")
@@ -61,7 +66,7 @@ def _sentences(corpus, setting: str, req: PromptRequest):
     else:
         texts = random.Random(req.seed).sample(texts, min(req.n, len(texts)))
     ps = S.sentences(corpus, setting, texts, req.lang, source=str(req.file), check_leakage=req.check_leakage,
-                     progress=req.progress)
+                     progress=req.progress, leakage_rule=req.leakage_rule)
     return ps, notes
 
 
@@ -106,7 +111,7 @@ def _digest(f: Path | None) -> str | None:
 
 def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lang: str = "en", seed: int = 0,
                      file: Path | None = None, match_file: Path | None = None, check_leakage: bool = True,
-                     progress: bool = True):
+                     progress: bool = True, leakage_rule: str = "propme"):
     """Build one setting's prompts and write them (replacing an earlier build of the same setting).
     Returns the `PromptSet` and notes for the user (what the sentence reader dropped, length matching)."""
     from ingest.corpora import open_corpus
@@ -114,12 +119,16 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
 
     builder = SETTINGS.get(setting)  # an unknown setting fails before the corpus is opened
     corpus = open_corpus(lake, corpus_name)
-    req = PromptRequest(n, lang, seed, file, match_file, check_leakage, progress)
+    req = PromptRequest(n, lang, seed, file, match_file, check_leakage, progress, leakage_rule)
     ps, notes = builder(corpus, setting, req)
     notes = [*notes, *_why_fewer(corpus, setting, ps, req)]
     prompt_set = make_key(corpus.corpus_id, setting, json.dumps(
         {"n": n, "lang": lang, "seed": seed, "file": _digest(file), "match_file": _digest(match_file),
-         "leakage_filter": check_leakage}, sort_keys=True))
+         "leakage_filter": check_leakage,
+         # the rule changes which sentences are kept; other settings keep their set ids
+         **({"leakage_rule": leakage_rule} if setting in ("generic", "specific") and check_leakage else {}),
+         **({"cue_draw": "one per generation"} if setting == "minimal_cue" else {})},
+        sort_keys=True))
     ps.stamp(prompt_set)
     lake.write("prompts", partition_name("set", corpus_name, setting, prompt_set[:12]), ps.rows)
     return ps, notes

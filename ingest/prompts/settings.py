@@ -17,8 +17,7 @@ from typing import Any
 from ingest.corpora import OpenCorpus
 from ingest.errors import UserError
 from ingest.lake import make_key
-from ingest.metrics.text import collapse_whitespace
-from ingest.trace.normalize import normalize_document
+from ingest.prompts.leakage import DEFAULT_RULE, LeakageFilter
 
 PROMPT_FREE = ("unconditional",)
 PROMPTED = ("minimal_cue", "generic", "specific", "prefix")
@@ -108,52 +107,60 @@ def llmsurgeon_style(corpus: OpenCorpus, style: str) -> PromptSet:
     return PromptSet(setting, rows)
 
 
-def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 0) -> PromptSet:
-    """n prompts, each one word of the language's 100 most frequent, drawn by frequency, capitalized."""
+CUE_TOP_N = 100  # the paper's "100 most frequent words of the corpus language"
+
+
+def cue_words(lang: str, top_n: int = CUE_TOP_N) -> tuple[list[str], list[float]]:
+    """The `top_n` most frequent words of `lang` in wordfreq that are letters only, with their frequencies.
+
+    wordfreq's list also holds numbers and words with an apostrophe ("2", "it's"); PropMe's released code skips
+    them (it reads 3 x top_n words and keeps the first top_n alphabetic ones), so the same is done here."""
     import wordfreq
 
     try:
-        words = wordfreq.top_n_list(lang, 100)
+        listed = wordfreq.top_n_list(lang, top_n * 3)
     except LookupError:
         raise UserError(f"wordfreq has no word list for language {lang!r}; pass e.g. --lang en or --lang da") from None
-    weights = [wordfreq.word_frequency(w, lang) for w in words]
-    rng = random.Random(seed)
-    picks = rng.choices(words, weights=weights, k=n)
-    rows = []
-    for i, w in enumerate(picks):
+    words = [w for w in listed if w.isalpha()][:top_n]
+    if not words:
+        raise UserError(f"wordfreq has no word list for language {lang!r}; pass e.g. --lang en or --lang da")
+    return words, [wordfreq.word_frequency(w, lang) for w in words]
+
+
+def minimal_cue(corpus: OpenCorpus, n: int, lang: str = "en", seed: int = 42, top_n: int = CUE_TOP_N) -> PromptSet:
+    """n cue words, one per generation (the paper: "for each generation, the word is drawn from the 100 most
+    frequent words ... weighted by frequency and capitalized"), drawn as PropMe's code draws them:
+    `random.Random(seed).choices(words, weights=frequencies, k=n)`, seed 42 by default (its seed of both the
+    cue draw and the generations).
+
+    Each draw is its own prompt row, keyed by (word, k) for the k-th draw of that word, so a rebuild gives the
+    same ids and a resumed run finds its generations. The generation plan gives each draw one sample and the c
+    draws of a word the sample indices 0 .. c - 1 (seeds seed base + 0 .. c - 1), as PropMe samples them; the
+    resampling unit of this prompt-free setting is the generation, i.e. each generation with its own cue."""
+    words, weights = cue_words(lang, top_n)
+    picks = random.Random(seed).choices(words, weights=weights, k=n)
+    rows, seen = [], Counter()
+    for w in picks:
         text = w[:1].upper() + w[1:]
-        rows.append(prompt_row(corpus, "minimal_cue", (i, text), text, corpus.tokenizer.encode(text), language=lang,
-                         source=f"wordfreq top-100 {lang}"))
+        k = seen[text]
+        seen[text] += 1
+        rows.append(prompt_row(corpus, "minimal_cue", ("draw", text, k), text, corpus.tokenizer.encode(text),
+                               language=lang, source=f"wordfreq top-{top_n} {lang}"))
     return PromptSet("minimal_cue", rows)
 
 
-def leakage_reason(corpus: OpenCorpus, sentence: str) -> str | None:
-    """Why a sentence may have been seen in training, or None.
+_filters: dict[tuple[int, str], tuple[OpenCorpus, LeakageFilter]] = {}
 
-    (1) the whole sentence occurs in the index, tokenized as a document start or as a mid-text word
-    (leading space); (2) the sentence is inside a document retrieved for its longest matching span, compared
-    after normalization with all whitespace collapsed (a line-wrapped copy counts)."""
-    eng, tok = corpus.engine, corpus.tokenizer
-    for variant, label in ((sentence, "document start"), (" " + sentence, "mid-text")):
-        ids = tok.encode(variant)
-        if ids and eng.count(ids) > 0:
-            return f"occurs in the index ({label} tokenization)"
-    ids = tok.encode(sentence)
-    best_b, best_n = 0, 0
-    for b in range(len(ids)):
-        n = eng.longest_prefix_len(ids[b:])
-        if n > best_n:
-            best_b, best_n = b, n
-    if best_n == 0:
-        return None
-    target = collapse_whitespace(normalize_document(sentence))  # a line-wrapped copy is still the text
-    window = 5 * max(len(ids), 1)
-    for i, doc in enumerate(eng.iter_matches(ids[best_b:best_b + best_n], max_ctx_len=window)):
-        if i >= 10:
-            break
-        if target in collapse_whitespace(normalize_document(tok.decode(doc.tokens))):
-            return "inside a retrieved training document"
-    return None
+
+def leakage_reason(corpus: OpenCorpus, sentence: str, rule: str = DEFAULT_RULE) -> str | None:
+    """Why a sentence may have been seen in training, or None: PropMe's leakage rule by default, `strict` for
+    lmaudit's stricter reading (ingest/prompts/leakage.py). One filter (and its tracer) per open corpus."""
+    key = (id(corpus), rule)
+    cached = _filters.get(key)
+    if cached is None or cached[0] is not corpus:
+        _filters.clear()  # one corpus at a time: a build opens one
+        cached = _filters[key] = (corpus, LeakageFilter(corpus, rule))
+    return cached[1].reason(sentence)
 
 
 def track(items, description: str, progress: bool = True):
@@ -167,10 +174,10 @@ def track(items, description: str, progress: bool = True):
 
 
 def sentences(corpus: OpenCorpus, setting: str, texts: list[str], lang: str, source: str,
-              check_leakage: bool = True, progress: bool = True) -> PromptSet:
+              check_leakage: bool = True, progress: bool = True, leakage_rule: str = DEFAULT_RULE) -> PromptSet:
     rows, dropped = [], Counter()
     for i, s in enumerate(track(texts, f"{setting}: leakage filter", progress and check_leakage)):
-        reason = leakage_reason(corpus, s) if check_leakage else None
+        reason = leakage_reason(corpus, s, leakage_rule) if check_leakage else None
         if reason:
             dropped[reason] += 1
         rows.append(prompt_row(corpus, setting, (i, s), s, corpus.tokenizer.encode(s), language=lang, source=source,

@@ -87,7 +87,7 @@ def _spec(run_id: str) -> RunSpec:
 def test_run_is_resumable_and_never_duplicates(mini_stack, stack_lake) -> None:
     from ingest.prompts.build import build_prompt_set
 
-    build_prompt_set(stack_lake, "mini", "minimal_cue", n=5)
+    build_prompt_set(stack_lake, "mini", "minimal_cue", n=10)  # ten draws, one generation each
     be = get_backend("hf", str(mini_stack["model"]), batch_size=8)
     units = prompt_units(stack_lake, "mini", "minimal_cue", be, n_samples=2, n_generations=0)
     full = run_generation(stack_lake, be, _spec("r"), units, progress=False)
