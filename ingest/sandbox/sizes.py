@@ -1,7 +1,8 @@
 """Sandbox sizes: every knob of a sandbox build, one frozen record per size.
 
 A size fixes the corpus byte budgets per domain, the tokenizer, the model shape and a *step* budget for
-training (never a time budget: the same size and seed give the same files on the same machine).
+training (never a time budget: the same size and seed give the same files on every machine of a platform, since
+the corpus is drawn from the pinned wheels only: docs/sandbox.md).
 
 * ``tiny``    - tests. ~0.33 MB of real text + 200 canary copies (0.51 MB), vocab 4096, 2 layers x 128,
   context 128, 420 steps on 1 thread: ~60 s of training, ~70 s for the whole sandbox; the model reproduces
@@ -9,7 +10,8 @@ training (never a time budget: the same size and seed give the same files on the
 * ``small``   - ~2 MB, vocab 8192, 3 layers x 192, context 256, 400 steps: ~3.5 minutes on 2 cores.
 * ``default`` - demo. ~0.7 MB + 150 canary copies, vocab 4096, 2 layers x 128, context 256, 800 steps on
   1 thread: 7.5 epochs in ~3.5 minutes on an idle core (8.0k tokens/s; 2.2 minutes with 2 threads), final loss
-  2.76 (3.15 and ~8 minutes on 2026-12-02: busier cores, other installed files). Memorization needs repeats: the earlier
+  2.76 (3.15 and ~8 minutes on 2026-12-02: busier cores, other installed files; both measured on the corpus read
+  from the machine's files, before it was pinned, and not re-measured since). Memorization needs repeats: the earlier
   4.2 MB / 4 x 256 / 480-step default (0.8 epochs, final loss 4.97) reproduced nothing longer than 3-4 tokens
   on average in any setting. This one reproduces its canary (up to the full 113 tokens; >= 50 tokens in 29-62 %
   of unconditional samples and ~2 % of minimal-cue ones, depending on the machine's files); real license text
