@@ -177,6 +177,10 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
                 bar.advance(task, len(chunk))
             else:
                 todo.append((part, chunk))
+        if lines and todo:
+            out.print(f"generate {spec.run_id}: {len(work):,} generations in {len(chunks):,} chunks of up to "
+                      f"{spec.chunk_size} ({skipped} already done); a progress line after the first chunk, then at "
+                      f"most one every {progress_every_s:g} s", markup=False, highlight=False, soft_wrap=True)
         jobs = [([GenRequest(make_key(spec.run_id, u.prompt_id, g), u.token_ids, spec.seed_base + g)
                   for u, g in chunk], spec.sampling) for _, chunk in todo]
         if executor is None:
