@@ -241,17 +241,19 @@ def with_mia_estimates(estimates: pa.Table, mia: Any) -> pa.Table:
     (`fct_mixture_mia_estimates`: mia_loss, mia_zlib, mia_mink, mia_minkpp, mia_ref) in the same schema.
 
     Like the tokenizer reading, an MIA estimate is about a model, not a run: NULL run_id and classifier_id,
-    the model in `model`, n_reference = the balanced reference documents scored (per domain x domains), and
-    the pooled-median threshold and per-domain share above it in diagnostics. No bootstrap: no interval."""
+    the model in `model`, n_reference = the reference documents the aggregation used (all domains), and the
+    median threshold, per-domain share above it, scoring convention and aggregation in diagnostics. No
+    bootstrap: no interval."""
     rows = estimates.to_pylist()
     mia_rows = sorted(arrow_of(mia).to_pylist(), key=lambda r: (r["model"], r["estimator"], r["domain"]))
     order: dict[tuple[str, str], list[str]] = {}
     for r in mia_rows:
         order.setdefault((r["model"], r["estimator"]), []).append(r["domain"])
     for r in mia_rows:
-        n_ref = None if r["n_per_domain"] is None or r["n_domains"] is None else int(r["n_per_domain"] * r["n_domains"])
+        n_ref = None if r.get("n_total") is None else int(r["n_total"])
         diagnostics = {"threshold": finite(r["threshold"]), "share_above": finite(r["share_above"]),
-                       "n_per_domain": r["n_per_domain"], "n_domains": r["n_domains"]}
+                       "n_per_domain": r["n_per_domain"], "n_domains": r["n_domains"],
+                       "scoring": r.get("scoring"), "aggregation": r.get("aggregation")}
         rows.append(dict(
             run_id=None, classifier_id=None, classifier_name=None, estimator=r["estimator"], domain=r["domain"],
             domain_index=order[(r["model"], r["estimator"])].index(r["domain"]), estimate=finite(r["estimate"]),

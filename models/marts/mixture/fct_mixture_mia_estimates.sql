@@ -141,6 +141,7 @@ normalised as (
     select
         *,
         n_members / n_used as share_above,
+        sum(n_used) over (partition by model, estimator) as n_total,
         n_members / nullif(sum(n_members) over (partition by model, estimator), 0) as member_share,
         case
             when n_domains < 2 then 'reference documents of one domain only'
@@ -163,6 +164,7 @@ final as (
         threshold,
         n_used as n_per_domain,
         n_domains,
+        n_total,
         scoring,
         aggregation,
         null_reason
