@@ -157,3 +157,19 @@ def test_leakage_filter_on_a_hand_built_index(tmp_path: Path) -> None:
     ps = S.sentences(corpus, "generic", sentences, "en", source="hand", progress=False)
     assert [r["leakage_outcome"] for r in ps.rows] == ["dropped", "kept", "kept"]
     assert ps.dropped == {"occurs in the index (document start tokenization)": 1}
+
+
+# ------------------------------------------------------------------------------------- intervals, no events
+def test_no_event_interval_is_zero_zero_and_the_rule_of_three_is_kept_beside_it() -> None:
+    """Four units, no event: every resample's ratio is 0 / (its generations), so the percentile interval is
+    [0, 0] (the paper's); the rule-of-three bound is 3 / 4 = 0.75, and 3 / 2 is capped at 1 in the marts."""
+    import numpy as np
+
+    from ingest.metrics import bootstrap as bs
+
+    num = np.zeros((4, 1))
+    den = np.array([[10.0], [10.0], [9.0], [10.0]])
+    reps = bs.ratio_replicates(num, den, 200, bs.stream_rng(42, "setting", "r", "t"))
+    iv = bs.percentile_interval(reps[:, 0])
+    assert (iv.low, iv.high, iv.n_skipped) == (0.0, 0.0, 0)
+    assert bs.rule_of_three_upper(4) == 0.75 and bs.rule_of_three_upper(2) == 1.5
