@@ -51,13 +51,14 @@ def token_variants(tok, sentence: str) -> list[tuple[str, list[int]]]:
 
 
 class LeakageFilter:
-    """Looks sentences up in one open corpus; the tracer is built once, on first use."""
+    """Looks sentences up in one open corpus; the tracer (default TraceParams, as PropMe runs SimpleTrace on its
+    candidates) is built once, on first use, unless one is given."""
 
-    def __init__(self, corpus: Any, rule: str = DEFAULT_RULE):
+    def __init__(self, corpus: Any, rule: str = DEFAULT_RULE, tracer: Any = None):
         if rule not in RULES:
             raise UserError(f"unknown leakage rule {rule!r}; choose one of {', '.join(RULES)}")
         self.corpus, self.rule = corpus, rule
-        self._tracer = None
+        self._tracer = tracer
 
     @property
     def tracer(self):

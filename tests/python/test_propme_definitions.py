@@ -127,8 +127,8 @@ def test_a_raw_copy_in_a_retrieved_window_drops_the_sentence(monkeypatch) -> Non
     for rule, expected in (("propme", ["inside a document the tracer retrieved for it", None, None]),
                            ("strict", ["inside a document the tracer retrieved for it",
                                        "inside a retrieved document after normalization (strict rule)", None])):
-        f = LeakageFilter(corpus, rule)
-        f._tracer = SimpleNamespace(trace=lambda gid, text: SimpleNamespace(documents=docs[text]))
+        tracer = SimpleNamespace(trace=lambda gid, text: SimpleNamespace(documents=docs[text]))
+        f = LeakageFilter(corpus, rule, tracer=tracer)
         assert [f.reason(s) for s in docs] == expected, rule
 
 
