@@ -63,17 +63,18 @@ def repoint_views(con, home: Path) -> Repointed:
     import duckdb
 
     here = lake_prefix(home)
+    here_sql = here.replace("'", "''")  # as it stands inside a SQL string literal
     rows = con.execute("select view_name, sql from duckdb_views() where not internal and not temporary "
                        "and database_name = current_database() and schema_name = 'main'").fetchall()
     built_for, done = None, []
     for name, sql in rows:
-        olds = {m.group(1) for m in _LAKE_READ.finditer(sql or "")} - {here.replace("'", "''")}
+        olds = {m.group(1) for m in _LAKE_READ.finditer(sql or "")} - {here_sql}
         if not olds:
             continue
         built_for = built_for or sorted(olds)[0].replace("''", "'")
         new = sql
         for old in olds:
-            new = new.replace(f"read_parquet('{old}/lake/", f"read_parquet('{here.replace(chr(39), chr(39) * 2)}/lake/")
+            new = new.replace(f"read_parquet('{old}/lake/", f"read_parquet('{here_sql}/lake/")
         new, n = re.subn(r"^\s*CREATE\s+VIEW\s", "CREATE OR REPLACE TEMP VIEW ", new, count=1, flags=re.IGNORECASE)
         if not n:
             continue
