@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check: the five PropMe settings on the sandbox model with vLLM and with transformers (hf, --device
 # cuda), prompt and sample counts compared between the two backends, every run traced, tokens/s printed;
+# plus one bfloat16 run (hf) and, with two GPUs visible, one vLLM run with tensor_parallel_size=2;
 # fails if anything differs or the whole check takes more than GPU_CHECK_BUDGET_S (default 480 s = 8 min).
 #
 # From a fresh checkout on a GPU machine: scripts/gpu_check.sh
@@ -97,14 +98,38 @@ for be in $backends; do
   say "traced the $be runs"
 done
 
-# 4. the same prompts and sample counts from both backends, and a trace of every generation
-PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$py" - "$home" "$backends" "$samples" "$uncond" <<'EOF'
+# 4. bfloat16 with transformers (both devices), and vLLM with tensor_parallel_size=2 when two GPUs are visible:
+#    one unconditional run each, the sample count checked below
+extra_runs=""
+out="$(lm generate --model "$model" --corpus sandbox-tiny --settings unconditional --n-generations "$uncond" \
+  --max-new-tokens "$max_new" --backend hf --device "$device" --dtype bfloat16 --run-prefix hfbf16 2>&1)" \
+  || { echo "$out" >&2; exit 1; }
+rates="${rates}hf bfloat16: $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+extra_runs="hfbf16-unconditional"
+n_gpus=0
+if [ "$device" = cuda ]; then n_gpus="$("$py" -c 'import torch; print(torch.cuda.device_count())')"; fi
+if [ -n "$vllm_py" ] && [ "$n_gpus" -ge 2 ]; then
+  eargs=(); for a in $vllm_args tensor_parallel_size=2; do eargs+=(--engine-arg "$a"); done
+  out="$(PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$vllm_py" -m ingest.cli.main -w "$home" generate \
+    --model "$model" --corpus sandbox-tiny --settings unconditional --n-generations "$uncond" \
+    --max-new-tokens "$max_new" --backend vllm --run-prefix vllmtp2 "${eargs[@]}" 2>&1)" \
+    || { echo "$out" | tail -30 >&2; exit 1; }
+  rates="${rates}vllm tensor_parallel_size=2: $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+  extra_runs="$extra_runs vllmtp2-unconditional"
+else
+  say "tensor_parallel_size=2 skipped: ${n_gpus} GPU(s) visible${vllm_py:+}${vllm_py:- and no vLLM}"
+fi
+say "extra runs: $extra_runs"
+
+# 5. the same prompts and sample counts from both backends, and a trace of every generation
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$py" - "$home" "$backends" "$samples" "$uncond" "$extra_runs" <<'EOF'
 import sys
 from collections import Counter
 
 from ingest.lake import Lake
 
 home, backends, samples, uncond = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), int(sys.argv[4])
+extra_runs = sys.argv[5].split()
 lake = Lake(home)
 gens = lake.read("generations").select(["generation_id", "run_id", "prompt_id"]).to_pylist()
 traced = {r["generation_id"] for r in lake.read("traced_generations").select(["generation_id"]).to_pylist()}
@@ -120,7 +145,9 @@ for s in ("unconditional", "minimal_cue", "generic", "specific", "prefix"):
             problems.append(f"{be}-{s}: no generations")
         if untraced:
             problems.append(f"{be}-{s}: {untraced} generations not traced")
-        want = uncond if s == "unconditional" else samples * len(per[be][0])
+        # minimal_cue: each generation draws its own cue word, so each prompt has one sample (PropMe's rule)
+        n_prompts = len(per[be][0])
+        want = uncond if s == "unconditional" else n_prompts if s == "minimal_cue" else samples * n_prompts
         if len(rows) != want:
             problems.append(f"{be}-{s}: {len(rows)} generations, expected {want}")
     if len({(tuple(sorted(c.items())), n) for c, n in per.values()}) > 1:
@@ -130,6 +157,10 @@ for s in ("unconditional", "minimal_cue", "generic", "specific", "prefix"):
 print(f"{'setting':<14}" + "".join(f"{be + ' prompts':>14}{be + ' samples':>14}" for be in backends))
 for s, per in table.items():
     print(f"{s:<14}" + "".join(f"{len(c):>14}{n:>14}" for c, n in per.values()))
+for run_id in extra_runs:  # bfloat16 / tensor-parallel runs: unconditional only
+    n = sum(g["run_id"] == run_id for g in gens)
+    if n != uncond:
+        problems.append(f"{run_id}: {n} generations, expected {uncond}")
 if problems:
     sys.exit("error: " + "; ".join(problems))
 print("counts agree" + (" between " + " and ".join(backends) if len(backends) > 1 else " (one backend)")
