@@ -41,7 +41,7 @@ from ingest.sandbox.pinned import source_fingerprint
 from ingest.sandbox.sizes import CORPUS_FIELDS, MODEL_FIELDS, TOKENIZER_FIELDS, SandboxSize, get_size
 
 # Bump when a stage's code changes what it writes (invalidates caches built by older code).
-STAGE_VERSIONS = {"corpus": 2, "tokenizer": 1, "index": 1, "model": 1}
+STAGE_VERSIONS = {"corpus": 3, "tokenizer": 1, "index": 1, "model": 1}
 STAMP = "done.json"
 
 

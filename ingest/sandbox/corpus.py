@@ -20,8 +20,9 @@ Domains (each capped by a byte budget from the size):
                       ``canary_copies`` times as separate documents.
 
 Selection is deterministic and does not depend on the seed: candidates are enumerated from sorted RECORD
-paths, then taken in the order of a hash of their id (``<domain>/<distribution>/<path>``: a spread-out,
-reproducible sample, and a pin bump moves only that distribution's documents) while they fit the domain's
+paths, then taken in the order of a hash of their id (``<domain>/<distribution>/<path>``, a ``*.dist-info`` folder
+named without its version: a spread-out, reproducible sample; a pin bump moves only that distribution's
+documents, and a CPU and a CUDA build of torch give the same ids) while they fit the domain's
 budget. The seed picks the canary text and the document order (a seeded shuffle).
 
 Outputs in ``out_dir``: ``corpus.jsonl`` (one ``{"id", "domain", "source", "text"}`` per line, in training
@@ -162,7 +163,7 @@ def _sized(files: Iterable[SourceFile], domain: str, max_file_bytes: int) -> lis
         except OSError:
             continue
         if 0 < size <= max_file_bytes:
-            out.append((f"{domain}/{f.dist}/{f.rel}", f"{f.dist}=={f.version}/{f.rel}", size, f.path))
+            out.append((f"{domain}/{f.dist}/{f.key}", f"{f.dist}=={f.version}/{f.key}", size, f.path))
     return out
 
 

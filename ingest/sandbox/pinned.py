@@ -51,6 +51,16 @@ class SourceFile:
     rel: str
     path: Path
 
+    @property
+    def key(self) -> str:
+        """The RECORD path without the version in a ``*.dist-info`` folder's name (``torch-2.13.0+cpu.dist-info``
+        -> ``torch.dist-info``): the CPU and the CUDA build of a pin, or a pin bump, keep their licence files'
+        document ids (and so the corpus's hash order)."""
+        head, sep, tail = self.rel.partition("/")
+        if sep and head.endswith(".dist-info"):
+            head = head[: -len(".dist-info")].split("-", 1)[0] + ".dist-info"
+        return head + sep + tail
+
 
 def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -142,3 +142,16 @@ def test_every_size_fills_its_domain_budgets_from_pinned_files_only(name):
         got[d.domain] = got.get(d.domain, 0) + len(d.text.encode("utf-8"))
     for domain, budget in size.domain_budgets.items():
         assert 0.95 * budget <= got.get(domain, 0) <= budget, (domain, got.get(domain), budget)
+
+
+def test_document_ids_do_not_carry_the_installed_build_or_version():
+    """torch-2.13.0+cpu.dist-info (CPU wheel) and torch-2.13.0.dist-info (CUDA wheel) name the same licences."""
+    f = pinned.SourceFile("torch", "2.13.0", "torch-2.13.0+cpu.dist-info/licenses/LICENSE", Path("/x"))
+    assert f.key == "torch.dist-info/licenses/LICENSE"
+    g = pinned.SourceFile("dbt-core", "1.11.16", "dbt_core-1.11.16.dist-info/licenses/LICENSE", Path("/x"))
+    assert g.key == "dbt_core.dist-info/licenses/LICENSE"
+    assert pinned.SourceFile("torch", "2.13.0", "torch/version.py", Path("/x")).key == "torch/version.py"
+    from ingest.sandbox.corpus import boilerplate_candidates
+
+    ids = [c[0] for c in boilerplate_candidates(40_000)]
+    assert ids and not [i for i in ids if "+cpu" in i or "-2.13.0" in i]
