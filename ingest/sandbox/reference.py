@@ -109,7 +109,9 @@ def documented_mixture_rows(mixture_json: Path, model: str, basis: str = "docs",
     total = sum(amounts.get(d, 0.0) for d in keep)
     if total <= 0:
         raise ValueError(f"{mixture_json}: no {basis} in the domains {keep}")
-    source = f"sandbox mixture.json ({mixture.get('size')}, seed {mixture.get('seed')}): share of {basis}"
+    sha = (mixture.get("sha256") or {}).get("corpus_jsonl")  # the corpus's content hash (docs/sandbox.md)
+    corpus = f", corpus sha256 {sha[:12]}" if sha else ""
+    source = f"sandbox mixture.json ({mixture.get('size')}, seed {mixture.get('seed')}{corpus}): share of {basis}"
     if dropped:
         source += f", without {', '.join(dropped)}"
     return [{"mixture_id": make_key(model, d), "model": model, "domain": d,

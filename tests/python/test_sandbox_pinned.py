@@ -155,3 +155,14 @@ def test_document_ids_do_not_carry_the_installed_build_or_version():
 
     ids = [c[0] for c in boilerplate_candidates(40_000)]
     assert ids and not [i for i in ids if "+cpu" in i or "-2.13.0" in i]
+
+
+def test_the_registered_mixture_names_the_corpus_hash(tmp_path):
+    """`mixtures_documented.source` of a sandbox says which corpus (by content hash) the truth belongs to."""
+    from ingest.sandbox.reference import documented_mixture_rows
+
+    p = tmp_path / "mixture.json"
+    p.write_text(json.dumps({"size": "tiny", "seed": 0, "domains": {"code": {"docs": 1}, "headers": {"docs": 3}},
+                             "sha256": {"corpus_jsonl": "395c83b51804" + "0" * 52, "domains": {}}}))
+    assert {r["source"] for r in documented_mixture_rows(p, "m")} == {
+        "sandbox mixture.json (tiny, seed 0, corpus sha256 395c83b51804): share of docs"}
