@@ -16,8 +16,10 @@ def generate(
     corpus: Annotated[str, typer.Option(help="Registered training corpus whose prompts to use.")],
     settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "unconditional,minimal_cue,generic,specific,prefix",
     backend: Annotated[str, typer.Option(help="hf (transformers, CPU default) or vllm (GPU).")] = "hf",
-    n_samples: Annotated[int, typer.Option(help="Samples per prompt (prompted settings).")] = 10,
-    n_generations: Annotated[int, typer.Option(help="Generations of a prompt-free setting.")] = 10_000,
+    n_samples: Annotated[int, typer.Option(help="Samples per prompt (generic, specific, prefix).")] = 10,
+    n_generations: Annotated[int, typer.Option(
+        help="Generations of the unconditional setting (minimal_cue: one per cue word drawn by `prompts build "
+             "--n`).")] = 10_000,
     max_prompts: Annotated[int | None, typer.Option(help="Use at most this many prompts per setting.")] = None,
     prompt_set: Annotated[str | None, typer.Option(help="Prompt set id (prefix) to use; default: the latest built.")] = None,
     temperature: Annotated[float, typer.Option()] = 0.7,

@@ -9,6 +9,9 @@ import typer
 
 from ingest.cli.context import console, state
 
+PROMPTS_PER_SETTING = 1000  # the paper: 1,000 prompts x 10 samples per prompted setting
+MINIMAL_CUE_DRAWS = 10_000  # the paper: 10,000 generations per prompt-free setting, one cue word drawn for each
+
 app = typer.Typer(help="Build the prompt sets of the PropMe settings.", no_args_is_help=True)
 
 
@@ -17,7 +20,9 @@ def build(
     ctx: typer.Context,
     corpus: Annotated[str, typer.Option(help="Registered corpus (see `lmaudit index build`).")],
     setting: Annotated[list[str], typer.Option(help="unconditional, minimal_cue, generic, specific, prefix (PropMe), or neutral (36 neutral prefixes for mixture sampling); repeatable.")],
-    n: Annotated[int, typer.Option(help="Prompts per prompted setting.")] = 1000,
+    n: Annotated[int | None, typer.Option(
+        help="Prompts per prompted setting (default 1,000); for minimal_cue the number of cue-word draws, one "
+             "generation each (default 10,000, the paper's count of prompt-free generations).", min=1)] = None,
     lang: Annotated[str, typer.Option(help="Language of cue words and sentences (wordfreq code, e.g. en, da).")] = "en",
     file: Annotated[Path | None, typer.Option(help="Sentence file for generic/specific.")] = None,
     match_file: Annotated[Path | None, typer.Option(help="For specific: the generic sentence file to length-match against.")] = None,
@@ -28,7 +33,8 @@ def build(
     from ingest.prompts.build import build_prompt_set
 
     for s in setting:
-        ps, notes = build_prompt_set(state(ctx).lake, corpus, s, n=n, lang=lang, seed=seed, file=file,
+        count = n if n is not None else (MINIMAL_CUE_DRAWS if s == "minimal_cue" else PROMPTS_PER_SETTING)
+        ps, notes = build_prompt_set(state(ctx).lake, corpus, s, n=count, lang=lang, seed=seed, file=file,
                                      match_file=match_file, check_leakage=not no_leakage_filter)
         removed = sum(ps.dropped.values())
         console.print(f"{s}: {len(ps.kept)} prompts kept, {removed} removed by the leakage filter"
