@@ -8,7 +8,8 @@ A sandbox has three kinds of training text, and they come back very differently:
 Putting them side by side, with how often the longest reproduced span occurs in the corpus, shows a reader
 which long matches are the planted answer and what real text the model gives back (a licence fragment such
 as "WITHOUT WARRANTY OF ANY KIND"): duplication is what makes text come back verbatim.
-A span's source is the domain most of its retrieved training documents carry (as int_long_match_categories).
+A span's source is the domain most of its retrieved training documents carry (as int_long_match_categories);
+among spans of equal length the most copied one is shown (then by text), so the table is deterministic.
 Rendering is the CLI's job; this module only reads.
 """
 
@@ -32,9 +33,9 @@ select
     d.domain,
     count(distinct f.generation_id) filter (where s.length >= ?) as n_long,
     max(s.length) as longest,
-    arg_max(s.count, s.length) as copies,
-    arg_max(f.setting, s.length) as setting,
-    arg_max(s.text, s.length) as text
+    first(s.count order by s.length desc, s.count desc, s.text asc, f.generation_id asc) as copies,
+    first(f.setting order by s.length desc, s.count desc, s.text asc, f.generation_id asc) as setting,
+    first(s.text order by s.length desc, s.count desc, s.text asc, f.generation_id asc) as text
 from int_generation_facts as f
 inner join stg_spans as s on f.generation_id = s.generation_id and f.trace_id = s.trace_id
 inner join top_domain as d on s.span_id = d.span_id
