@@ -155,7 +155,7 @@ def main() -> None:
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
         est = con.execute("""
             select run_id, estimator, domain, estimate, ci_low, ci_high from fct_mixture_estimates
-            where estimate is not null""").fetchall()
+            where estimate is not null and run_id is not null""").fetchall()  # mia_*: model-level, printed apart
         ev = {(r, e): (oa, mae) for r, e, oa, mae in con.execute(
             "select run_id, estimator, overlap_accuracy, mae from fct_mixture_evaluation").fetchall()}
         mia = con.execute("select model, estimator, domain, estimate from fct_mixture_mia_estimates "
