@@ -19,7 +19,7 @@ app = typer.Typer(help="Build the prompt sets of the PropMe settings.", no_args_
 def build(
     ctx: typer.Context,
     corpus: Annotated[str, typer.Option(help="Registered corpus (see `lmaudit index build`).")],
-    setting: Annotated[list[str], typer.Option(help="unconditional, minimal_cue, generic, specific, prefix (PropMe), or neutral (36 neutral prefixes for mixture sampling); repeatable.")],
+    setting: Annotated[list[str], typer.Option(help="unconditional, minimal_cue, generic, specific, prefix (PropMe); or for mixture sampling neutral (lmaudit's 36 neutral prefixes) or llmsurgeon_<style> (the LLMSurgeon authors' prompt list: neutral, instructional, expository, conversational, coding, category); repeatable.")],
     n: Annotated[int | None, typer.Option(
         help="Prompts per prompted setting (default 1,000); for minimal_cue the number of cue-word draws, one "
              "generation each (default 10,000, the paper's count of prompt-free generations).", min=1)] = None,
