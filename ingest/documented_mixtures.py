@@ -87,6 +87,8 @@ def _share(path: Path, where: str, domain: str, raw) -> float:
     if isinstance(raw, bool):
         raise UserError(f"{path} {where}: the share of {domain!r} must be a number, not {raw!r}")
     try:
+        if isinstance(raw, str) and "_" in raw:  # float() reads 1_0 as 10
+            raise ValueError(raw)
         v = float(raw)
     except (TypeError, ValueError):
         raise UserError(f"{path} {where}: the share of {domain!r} must be a number, not {raw!r}") from None
@@ -97,6 +99,10 @@ def _share(path: Path, where: str, domain: str, raw) -> float:
 
 def _check_fields(path: Path, where: str, fields) -> None:
     fields = [str(f).strip() for f in fields]
+    twice = sorted({f for f in fields if fields.count(f) > 1})
+    if twice:
+        raise UserError(f"{path} {where}: field {twice[0]!r} appears twice; a documented mixture has exactly the "
+                        "fields domain and share")
     unknown = [f for f in fields if f not in FIELDS]
     missing = [f for f in FIELDS if f not in fields]
     if unknown or missing:
@@ -134,8 +140,19 @@ def _csv_rows(path: Path) -> list[tuple[str, str, object]]:
 def _yaml_rows(path: Path) -> list[tuple[str, object, object]]:
     import yaml
 
+    class _UniqueKeys(yaml.SafeLoader):
+        """safe_load keeps the last of duplicate keys: a domain given twice would pass silently."""
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            dup = sorted({str(k) for k in keys if keys.count(k) > 1})
+            if dup:
+                raise UserError(f"{path}: {dup[0]!r} appears twice in one mapping; give each domain (and each "
+                                "field) once")
+            return super().construct_mapping(node, deep=deep)
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys)  # noqa: S506 - a SafeLoader
     except UnicodeDecodeError:
         raise UserError(f"{path} is not valid UTF-8 text") from None
     except yaml.YAMLError as e:
@@ -195,18 +212,32 @@ def register(lake, mixture: DocumentedMixture, seed_models: list[str] = ()) -> R
     if variants:
         raise UserError(f"the seed documents this model as {variants[0]!r} (seeds/mixtures_documented.csv); use "
                         f"--model {variants[0]!r} to replace its recipe, or another name")
+    others = {r["model"] for part in lake.partitions(TABLE) if part != ours
+              for r in lake.read(TABLE, part).to_pylist()} | set(seed_models)
+    others = {m for m in others if m.casefold() != key}
+    for run_model in {r["model"] or "" for r in lake.read("runs").to_pylist()}:
+        if _pairs(run_model, mixture.model):
+            clash = sorted(m for m in others if _pairs(run_model, m))
+            if clash:
+                raise UserError(f"--model {mixture.model!r} would pair the runs of {run_model!r} with a second "
+                                f"documented mixture (they already pair with {clash[0]!r}); give the model's full "
+                                "name as its runs name it, or another name")
     rows = [{"mixture_id": make_key(mixture.model, d), "model": mixture.model, "domain": d, "weight": s,
              "source": mixture.source} for d, s in mixture.shares]
     lake.write(TABLE, ours, rows)
     return Registered(mixture, ours, replaced, mixture.model in seed_models, _matching_runs(lake, mixture.model))
 
 
+def _pairs(run_model: str, documented: str) -> bool:
+    """fct_mixture_evaluation's rule: a run pairs with a documented model of the same name or of its last path
+    segment, case-insensitively (var mixture_model_aliases adds more; not counted here)."""
+    key = documented.casefold()
+    return key in (run_model.casefold(), run_model.rsplit("/", 1)[-1].casefold())
+
+
 def _matching_runs(lake, model: str) -> int:
-    """Runs fct_mixture_evaluation pairs with `model` by name: the same name or its last path segment,
-    case-insensitively (var mixture_model_aliases adds more; not counted here)."""
-    key = model.casefold()
-    return sum(1 for r in lake.read("runs").to_pylist()
-               if key in ((r["model"] or "").casefold(), (r["model"] or "").rsplit("/", 1)[-1].casefold()))
+    """Runs fct_mixture_evaluation pairs with `model` by name."""
+    return sum(1 for r in lake.read("runs").to_pylist() if _pairs(r["model"] or "", model))
 
 
 def seed_models() -> list[str]:

@@ -49,11 +49,50 @@ class _Guarded:
         except duckdb.Error as e:
             raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
         for st in statements:
-            kind = str(st.type).rsplit(".", 1)[-1]
-            if kind not in ALLOWED:
-                raise UserError(f"lmaudit sql runs read-only queries (SELECT, WITH, EXPLAIN), not {kind}; to write "
-                                "tables to files use `lmaudit export`")
+            self._check(st)
         return self._con.execute(query, *args)
+
+    def _check(self, st) -> None:
+        """A statement may run when it returns rows; EXPLAIN only when what it explains does (EXPLAIN ANALYZE
+        executes its statement: `EXPLAIN ANALYZE COPY ... TO` would write into the lake)."""
+        kind = str(st.type).rsplit(".", 1)[-1]
+        if kind not in ALLOWED:
+            raise UserError(f"lmaudit sql runs read-only queries (SELECT, WITH, EXPLAIN), not {kind}; to write "
+                            "tables to files use `lmaudit export`")
+        if kind == "EXPLAIN":
+            import duckdb
+
+            inner = explained_statement(st.query)
+            try:
+                statements = self._con.extract_statements(inner)
+            except duckdb.Error as e:
+                raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
+            if not statements:
+                raise UserError("EXPLAIN needs a statement to explain")
+            for sub in statements:
+                self._check(sub)
 
     def close(self) -> None:
         self._con.close()
+
+
+def explained_statement(sql: str) -> str:
+    """The statement an EXPLAIN statement explains: the text after EXPLAIN, its ANALYZE / ANALYSE keyword and
+    its parenthesised options, comments skipped (DuckDB's own tokenizer, so quotes and comments are read as
+    DuckDB reads them)."""
+    import duckdb
+
+    tokens = duckdb.tokenize(sql)
+    words = [(pos, sql[pos:nxt].strip()) for (pos, kind), (nxt, _) in zip(tokens, [*tokens[1:], (len(sql), None)])
+             if kind != duckdb.token_type.comment]
+    i = 1  # words[0] is EXPLAIN
+    if i < len(words) and words[i][1].upper() in ("ANALYZE", "ANALYSE"):
+        i += 1
+    if i < len(words) and words[i][1].startswith("("):
+        depth = 0
+        while i < len(words):
+            depth += words[i][1].count("(") - words[i][1].count(")")
+            i += 1
+            if depth <= 0:
+                break
+    return sql[words[i][0]:] if i < len(words) else ""

@@ -80,10 +80,24 @@ def repoint_views(con, home: Path) -> Repointed:
             continue
         try:
             con.execute(new)
-        except duckdb.Error:  # e.g. a lake table this copy lacks: its queries name the old path (stale_lake_message)
+        except duckdb.Error:  # e.g. a lake table this copy lacks: never fall back to the original's files
+            _refuse_view(con, name, built_for, here)
             continue
         done.append(name)
     return Repointed(built_for, tuple(done))
+
+
+def _refuse_view(con, name: str, built_for: str, here: str) -> None:
+    """Shadow a view that cannot read this warehouse's lake with one that fails with the fix, column for column,
+    so no reader (export, explore, report) silently reads the lake the file was built for."""
+    msg = (f"{name} cannot read {here}/lake (the warehouse was moved or copied from {built_for} and this copy "
+           f"lacks its files); run `lmaudit build` here").replace("'", "''")
+    cols = con.execute("select column_name, data_type from duckdb_columns() where table_name = ? "
+                       "and schema_name = 'main' and not internal order by column_index", [name]).fetchall()
+    select = ", ".join(f"cast(null as {dtype}) as \"{col.replace(chr(34), chr(34) * 2)}\"" for col, dtype in cols)
+    # the error sits in a filter, which runs whatever the query projects (count(*) included)
+    con.execute(f'create or replace temp view "{name}" as select {select or "null as error"} from range(1) '
+                f"where cast(error('{msg}') as boolean) is null")
 
 
 def stale_lake_message(error: str, home: Path) -> str | None:

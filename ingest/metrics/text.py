@@ -226,9 +226,9 @@ def _loop_chunk(chunk: list[bytes], num: int, den: int, max_period: int, min_rep
 
 
 def is_blank(text: str | None) -> bool | None:
-    """Empty or only (Unicode) whitespace. Such an output is a real result of the model, but as a one-token
-    text it occurs everywhere in a corpus and counts as a full match under PropMe's FMR; the marts show FMR
-    without blank outputs beside it (`fmr_nonblank`) and their share (`blank_rate`)."""
+    """Empty or only (Unicode) whitespace. Such an output is a real result of the model that reproduces nothing:
+    the marts never count it as a match (PropMe's code strips outputs before tracing) but keep it in every
+    denominator, and show its share (`blank_rate`) and FMR without blank outputs (`fmr_nonblank`)."""
     if text is None:
         return None
     return not text.strip()
