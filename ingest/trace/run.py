@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,10 +41,38 @@ class TraceJob:
 
     @property
     def trace_id(self) -> str:
+        """What a tracing pass is: the indexes' content (their manifests without where and when they were built:
+        file hashes, sizes, token counts, software versions stay) and the parameters. So the same corpus traced
+        on two machines, or in two warehouses, is the same pass, and every bootstrap seeded from it agrees."""
+        from ingest.index.build import IndexManifest
+
+        manifests = [json.dumps(manifest_identity(json.loads(IndexManifest.path_in(d).read_text())), sort_keys=True)
+                     for d in self.index_dirs]
+        return make_key(hashlib.sha256("\n".join(manifests).encode()).hexdigest(), self.params.to_json())
+
+    @property
+    def legacy_trace_id(self) -> str:
+        """The id passes had before 2026-12-03 (the raw manifest bytes, absolute paths and build time included):
+        a warehouse that holds such a pass keeps using it rather than tracing everything again."""
         from ingest.index.build import IndexManifest
 
         manifests = [IndexManifest.path_in(d).read_bytes() for d in self.index_dirs]
         return make_key(hashlib.sha256(b"".join(manifests)).hexdigest(), self.params.to_json())
+
+
+# manifest keys that say where or when an index was built, not what it holds
+_PLACE_AND_TIME = frozenset({"built_at", "timings", "source_root", "data_dir", "name", "path"})
+
+
+def manifest_identity(value):
+    """A manifest without place and time: the keys above dropped and absolute paths blanked, at any depth."""
+    if isinstance(value, dict):
+        return {k: manifest_identity(v) for k, v in value.items() if k not in _PLACE_AND_TIME}
+    if isinstance(value, list):
+        return [manifest_identity(v) for v in value]
+    if isinstance(value, str) and os.path.isabs(value):
+        return ""
+    return value
 
 
 def open_tracer(job: TraceJob, trace_id: str):
@@ -133,7 +162,8 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     for d in job.index_dirs:  # one-line errors for a missing folder or manifest, before anything is written
         IndexManifest.load(d)
     open_tracer(job, "check")  # and for damaged index files (sizes, suffix-array spot check, tables)
-    trace_id = job.trace_id
+    legacy = job.legacy_trace_id
+    trace_id = legacy if f"trace--{legacy}" in lake.partitions("trace_runs") else job.trace_id
     started = datetime.now(timezone.utc)
     lake.write("trace_runs", f"trace--{trace_id}", [{
         "trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
