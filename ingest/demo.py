@@ -92,8 +92,9 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
             req = SpecificRequest(write_specific_candidates(paths), generic, n=plan.n_prompts, source_field="domain")
             build_specific_prompts(lake, corpus, req, progress=progress)
         else:
-            build_prompt_set(lake, corpus, s, n=plan.n_prompts, file=generic if s == "generic" else None,
-                             progress=progress)
+            # minimal_cue draws one cue word per generation: as many draws as the prompted settings' generations
+            n = plan.n_prompts * plan.n_samples if s == "minimal_cue" else plan.n_prompts
+            build_prompt_set(lake, corpus, s, n=n, file=generic if s == "generic" else None, progress=progress)
     timings["prompts"] = time.perf_counter() - t
 
     t = step("generate (transformers backend)")

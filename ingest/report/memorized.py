@@ -10,7 +10,8 @@ which long matches are the planted answer and what real text the model gives bac
 as "WITHOUT WARRANTY OF ANY KIND"): duplication is what makes text come back verbatim.
 A span's source is the domain most of its retrieved training documents carry (as int_long_match_categories);
 among spans of equal length the most copied one is shown (then by text), so the table is deterministic.
-Rendering is the CLI's job; this module only reads.
+Repetition loops (e.g. a row of `* * * *` from a licence banner) and blank outputs are left out, as in
+every PropMe metric: they are not reproduced content. Rendering is the CLI's job; this module only reads.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ select
 from int_generation_facts as f
 inner join stg_spans as s on f.generation_id = s.generation_id and f.trace_id = s.trace_id
 inner join top_domain as d on s.span_id = d.span_id
-where f.is_traced and not f.is_degenerate and f.run_id in ({runs})
+left join int_span_loops as l on s.span_id = l.span_id
+where f.is_traced and not f.is_degenerate and not coalesce(f.is_blank, false) and not coalesce(l.is_loop, false)
+    and f.run_id in ({runs})
 group by d.domain
 order by longest desc, d.domain asc
 """

@@ -120,9 +120,9 @@ final as (
         end as category_source,
         case
             when is_loop then 'other'
-            when domain is not null and regexp_matches(domain, 'code|program|github|stack') then 'code'
+            when domain is not null and regexp_matches(domain, 'code|program|github|stack|header') then 'code'
             when
-                domain is not null and regexp_matches(domain, 'licen|boilerplate|header|legal|template')
+                domain is not null and regexp_matches(domain, 'licen|boilerplate|legal|template')
                 then 'licence_boilerplate'
             when domain is not null and regexp_matches(domain, 'doc|manual|readme|tutorial') then 'documentation'
             when
