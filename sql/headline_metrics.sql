@@ -1,4 +1,4 @@
--- The headline table: FMR (beside FMR20 and FMR without empty or whitespace-only outputs), ALS, NVR and R50
+-- The headline table: FMR (beside FMR20, FMR50, FMR without blank outputs and their share), ALS, NVR and R50
 -- per PropMe run with 95% bootstrap intervals and units; where a value cannot be computed, why.
 -- Run: lmaudit sql @sql/headline_metrics.sql
 with
@@ -20,7 +20,7 @@ final as (
         end as ci_95_or_reason,
         n_units
     from metrics
-    where metric in ('fmr', 'fmr20', 'fmr_nonblank', 'als', 'nvr', 'r50')
+    where metric in ('fmr', 'fmr20', 'fmr50', 'fmr_nonblank', 'blank_rate', 'als', 'nvr', 'r50')
     order by model_name, setting, run_id, metric
 )
 

@@ -30,7 +30,7 @@ final as (
         propensity.pm_differs_from_neutral as differs
     from propensity
     left join model_names on propensity.propensity_run_id = model_names.run_id
-    where propensity.metric in ('fmr', 'nvr', 'r50')
+    where propensity.metric in ('fmr', 'fmr50', 'nvr', 'r50')
     order by model_names.model_name, setting, run_id, propensity.metric
 )
 
