@@ -62,7 +62,7 @@ def generate(
 
     from ingest.corpora import corpus_id_for, corpus_row
     from ingest.errors import UserError
-    from ingest.generate.backends import DTYPES, SamplingConfig, get_backend, parse_engine_args, resolve_device
+    from ingest.generate.backends import DTYPES, SamplingConfig, driver_backend, parse_engine_args, resolve_device
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
     from ingest.lake import ALL_SETTINGS
@@ -106,11 +106,11 @@ def generate(
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)
     from ingest.executors import get_executor
 
-    be = get_backend(backend, model, **kwargs)  # the driver needs the tokenizer (start token) in any case
     ex = None
     if executor != "local" or workers > 1:
         extra = {"address": address, "num_gpus_per_worker": gpus_per_worker} if executor == "ray" else {}
         ex = get_executor(executor, workers=workers, **extra)
+    be = driver_backend(backend, model, in_process=ex is None, **kwargs)  # with workers: the tokenizer only
     prefix = run_prefix or Path(model).name
     # every setting's prompts first: a setting without prompts stops the command before any generation
     units_of = {s: prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)

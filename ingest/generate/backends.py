@@ -144,6 +144,26 @@ class _TokenizedBackend:
         return list(self.tok.encode(text, add_special_tokens=False))
 
 
+class TokenizerOnly(_TokenizedBackend):
+    """The model's tokenizer without its weights: what a driver needs (prompt ids, the start token) when
+    workers generate (`--workers`, `--executor ray`). Building a real backend there would load a second copy
+    of the model on the head node, or a vLLM engine, for nothing."""
+
+    def __init__(self, model: str):
+        self.tok = _load_tokenizer(model)
+
+    def generate(self, requests, sampling):
+        raise RuntimeError("a TokenizerOnly backend does not generate: workers do")
+
+
+def driver_backend(name: str, model: str, in_process: bool, **kwargs) -> Backend:
+    """The backend the driver holds: the real one when it generates itself, else the tokenizer only."""
+    if in_process:
+        return get_backend(name, model, **kwargs)
+    BACKENDS.get(name)  # an unknown backend is refused here, not in every worker
+    return TokenizerOnly(model)
+
+
 @register("hf")
 class HFBackend(_TokenizedBackend):
     """transformers on CPU or one GPU (`device` auto/cpu/cuda): a plain sampling loop with a KV cache and one generator per sample.

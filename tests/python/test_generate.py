@@ -212,3 +212,20 @@ def test_fingerprint_changes_with_what_changes_the_samples() -> None:
                 fp(engine='{"device": "cuda", "dtype": "float32"}'),
                 fp(backend="vllm", engine='{"device": "cpu", "dtype": "float32"}')}) == 5
     assert cpu32 == fp(engine='{"device": "cpu", "dtype": "float32"}')
+
+
+def test_the_driver_loads_no_model_when_workers_generate(mini_stack, stack_lake, monkeypatch) -> None:
+    """Issue 29 item 1: with workers, the driver holds the tokenizer only (no second copy of the model on the
+    head node); the samples are the same as an in-process run's."""
+    from ingest.generate import backends as B
+
+    built = []
+    real_init = B.HFBackend.__init__
+    monkeypatch.setattr(B.HFBackend, "__init__", lambda self, *a, **k: (built.append(a), real_init(self, *a, **k))[1])
+    drv = B.driver_backend("hf", str(mini_stack["model"]), in_process=False)
+    assert built == [] and isinstance(drv, B.TokenizerOnly)
+    real = B.driver_backend("hf", str(mini_stack["model"]), in_process=True)
+    assert len(built) == 1
+    assert drv.bos_id == real.bos_id and drv.encode("def f(x):") == real.encode("def f(x):")
+    with pytest.raises(Exception, match="nosuch"):
+        B.driver_backend("nosuch", str(mini_stack["model"]), in_process=False)
