@@ -94,7 +94,7 @@ def sql(
         import csv as csvmod
         import sys
 
-        w = csvmod.writer(sys.stdout)
+        w = csvmod.writer(sys.stdout, lineterminator="\n")  # not CRLF: cut, awk and $(...) read plain lines
         w.writerow(cols)
         w.writerows(rows[:max_rows])
         return

@@ -37,3 +37,17 @@ def test_a_table_when_it_fits_blocks_when_it_does_not() -> None:
     assert "┃ run_id" in _render(200) and "-- row 1 --" not in _render(200)
     narrow = _render(60)
     assert "-- row 1 --" in narrow and "run_id        : sandbox-tiny-unconditional" in narrow
+
+
+def test_sql_csv_writes_plain_newlines(tmp_path) -> None:
+    """`lmaudit sql --csv` ends lines with \\n, not Python's default \\r\\n (cut, awk and $(...) keep the \\r)."""
+    import duckdb
+
+    from conftest import run_cli
+
+    home = tmp_path / "wh"
+    home.mkdir()
+    duckdb.connect(str(home / "lmaudit.duckdb")).close()
+    proc = run_cli("sql", "select 'a' as x, 1 as y union all select 'b', 2 order by x", "--csv", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "x,y\na,1\nb,2\n"
