@@ -40,21 +40,30 @@ def open_lines(path: Path) -> Iterator[bytes]:
 
 
 def _zstd_lines(path: Path) -> Iterator[bytes]:
-    """Lines of a zstd file; a stream that stops inside a frame raises EOFError, a foreign file ValueError."""
+    """Lines of a zstd file of one or more frames (`zstd -dc` reads them all; a decompressor object stops at the
+    end of the first, which silently dropped the rest of a concatenated file). A stream that stops inside a frame
+    raises EOFError, a foreign file ValueError."""
     import zstandard
 
-    d = zstandard.ZstdDecompressor().decompressobj()
+    new = zstandard.ZstdDecompressor().decompressobj
+    d, in_frame = new(), False
     rest = b""
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
-            try:
-                rest += d.decompress(chunk)
-            except zstandard.ZstdError as e:
-                raise ValueError(str(e)) from None
+            data = chunk
+            while data:
+                try:
+                    rest += d.decompress(data)
+                except zstandard.ZstdError as e:
+                    raise ValueError(str(e)) from None
+                in_frame = True
+                data = b""
+                if d.eof:  # one frame done: the bytes after it start the next frame
+                    data, d, in_frame = d.unused_data, new(), False
             *lines, rest = rest.split(b"\n")
             for line in lines:
                 yield line + b"\n"
-    if not d.eof:
+    if in_frame:
         raise EOFError("zstd frame incomplete")
     if rest:
         yield rest
