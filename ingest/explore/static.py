@@ -37,9 +37,27 @@ def _write(path: Path, text: str) -> int:
     return len(data)
 
 
+MARKER = ".lmaudit-explore"  # written into every folder the explorer exports to
+
+
+def claim_folder(out: Path) -> None:
+    """Export only into a new or empty folder, or one an earlier export wrote (it holds MARKER): a user's folder
+    that happens to have a `data/` (or an `index.html`) is never deleted or overwritten."""
+    from ingest.errors import UserError
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file; give a folder for the explorer's pages")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise UserError(f"{out} is not empty and was not written by `lmaudit explore`; give a new or empty folder "
+                        "(nothing in it was changed)")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("pages written by lmaudit explore --out; a later export replaces data/ here\n")
+
+
 def write_static(explorer: Explorer, out: Path, page_size: int = 100, progress=None) -> StaticExport:
     start = time.perf_counter()
     out = out.resolve()
+    claim_folder(out)
     if (out / "data").exists():
         shutil.rmtree(out / "data")  # pages of an older export must not outlive it
     files = nbytes = 0
