@@ -6,6 +6,7 @@ from rich import box
 from rich.table import Table
 
 from ingest.cli.context import console
+from ingest.cli.warehouse_cmds import printable
 from ingest.report.memorized import LONG_SPAN_TOKENS, MemorizedSource
 
 
@@ -19,7 +20,7 @@ def print_memorized(rows: list[MemorizedSource]) -> None:
         t.add_column(c, no_wrap=True)
     t.add_column("longest span", overflow="fold")
     for r in rows:
-        text = " ".join(r.text.split())
+        text = printable(" ".join(r.text.split()))
         t.add_row(r.domain, r.origin, str(r.n_long), str(r.longest), "-" if r.copies is None else str(r.copies),
                   (text[:57] + "...") if len(text) > 60 else text)
     console.print(t)

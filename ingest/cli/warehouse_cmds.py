@@ -105,13 +105,20 @@ def sql(
         console.print(f"(first {max_rows} rows shown; use --max-rows to see more)")
 
 
+def printable(text: str) -> str:
+    """Control characters shown as escapes: generation text may hold terminal escape sequences (clear screen,
+    window title, hyperlinks) that must not reach the terminal. Newlines and tabs stay; `--csv` keeps raw text."""
+    return "".join(c if c in "\n\t" or not (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else c) for c in text)
+
+
 def _print_rows(cols: list[str], rows: list[tuple]) -> None:
     """A table whose ids and names are never cut ("sandbox…" cannot be told from its neighbours).
 
     Text cells keep their width up to 32 characters (longer text folds onto more lines); numbers and
     headers keep theirs. When even that is wider than the terminal, each row is printed as a block of `column: value`
     lines instead (psql's expanded mode), rather than cutting columns off the right edge."""
-    cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
+    cells = [["NULL" if v is None else printable(str(v)) for v in r] for r in rows]
     natural = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
     text = [any(isinstance(r[i], str) for r in rows) for i in range(len(cols))]
     need = [min(n, 32) if t else n for n, t in zip(natural, text)]  # rich never breaks a header or a number

@@ -51,3 +51,10 @@ def test_sql_csv_writes_plain_newlines(tmp_path) -> None:
     proc = run_cli("sql", "select 'a' as x, 1 as y union all select 'b', 2 order by x", "--csv", home=home)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "x,y\na,1\nb,2\n"
+
+
+def test_terminal_escapes_in_cells_are_shown_not_sent() -> None:
+    from ingest.cli.warehouse_cmds import printable
+
+    assert printable("a\x1b[2Jb\x07c\x9bd") == "a\\x1b[2Jb\\x07c\\x9bd"
+    assert printable("tab\there\nnew line é 中") == "tab\there\nnew line é 中"
