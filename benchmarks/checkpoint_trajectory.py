@@ -43,7 +43,7 @@ def main() -> None:
     from ingest.classify.score import score_runs
     from ingest.classify.train import train_classifier
     from ingest.corpora import corpus_id_for, corpus_row
-    from ingest.export import _connect
+    from ingest.export import connect_marts
     from ingest.generate.backends import SamplingConfig, get_backend
     from ingest.generate.plan import prompt_units
     from ingest.generate.runner import RunSpec, run_generation
@@ -104,7 +104,7 @@ def main() -> None:
 
     out = (a.out or home / "report").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    con = _connect(home)
+    con = connect_marts(home)
     try:
         drawn = trajectory_figure(con, out / "trajectory.png")
     finally:

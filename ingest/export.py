@@ -26,7 +26,7 @@ class ExportResult:
     published: Path | None
 
 
-def _connect(home: Path):
+def connect_marts(home: Path):
     """A read-only connection to the built warehouse (ingest/report/build.py imports this name)."""
     from ingest.warehouse_db import connect_read_only
 
@@ -46,7 +46,7 @@ def export(home: Path, fmt: str = "parquet", models: list[str] | None = None, ou
         raise UserError(f"--format must be parquet or csv, not {fmt!r}")
     out = (out or home / "exports").resolve()
     output_dir(out)
-    con = _connect(home)
+    con = connect_marts(home)
     try:
         available = list_marts(con)
         wanted = models or available

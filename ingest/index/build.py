@@ -239,7 +239,7 @@ class _ShardWriter:
         np.asarray(self.offsets, dtype=np.uint64).tofile(folder / f"offset.{self.s}")
         np.asarray(self.meta_offsets, dtype=np.uint64).tofile(folder / f"metaoff.{self.s}")
         _write_unigram(folder / f"unigram.{self.s}", self.counts, self.n_docs, tok)
-        return ShardInfo(self.s, self.n_docs, self.n_tokens, self.ds_pos, _ptr_size(self.ds_pos))
+        return ShardInfo(self.s, self.n_docs, self.n_tokens, self.ds_pos, ptr_size(self.ds_pos))
 
 
 def _write_unigram(path: Path, counts: np.ndarray, n_separators: int, tok: Tokenizer) -> None:
@@ -264,7 +264,7 @@ def _write_unigram(path: Path, counts: np.ndarray, n_separators: int, tok: Token
     path.write_text("".join(lines), encoding="ascii")
 
 
-def _ptr_size(ds_bytes: int) -> int:
+def ptr_size(ds_bytes: int) -> int:
     """Bytes per suffix-array pointer, as rust_indexing computes it (at least 1)."""
     return max(1, int(math.ceil(math.log2(ds_bytes) / 8))) if ds_bytes > 1 else 1
 
@@ -409,7 +409,7 @@ def build_suffix_array(ds_path: Path, sa_path: Path, work: Path, token_width: in
     """Build `sa_path` for `ds_path` (make-part, merge, concat as infini_gram/indexing.py); returns CPUs used."""
     exe = str(rust_indexing_path())
     ds_size = ds_path.stat().st_size
-    ratio = _ptr_size(ds_size)
+    ratio = ptr_size(ds_size)
     mem = mem_bytes or _physical_memory() // 2
     batches = 1
     while batches * (mem // (12 if token_width == 1 else 8)) < ds_size:
@@ -590,7 +590,7 @@ def _shard_numbers(folder: Path) -> list[int]:
 
 def _infer_width(ds_bytes: int, sa_bytes: int) -> list[int]:
     return [w for w in (1, 2, 4)
-            if ds_bytes % w == 0 and ds_bytes and sa_bytes == (ds_bytes // w) * _ptr_size(ds_bytes)]
+            if ds_bytes % w == 0 and ds_bytes and sa_bytes == (ds_bytes // w) * ptr_size(ds_bytes)]
 
 
 def _count_tokens(path: Path, dtype: str, vocab_len: int, n_docs: int | None = None) -> np.ndarray:
@@ -674,7 +674,7 @@ def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, 
             raise UserError(f"{od} has {od_bytes} bytes, not a positive multiple of 8; the index is damaged")
         meta = (folder / f"metadata.{s}").is_file() and (folder / f"metaoff.{s}").is_file()
         has_meta.append(meta)
-        infos.append(ShardInfo(s, od_bytes // 8, 0, ds.stat().st_size, _ptr_size(ds.stat().st_size), meta))
+        infos.append(ShardInfo(s, od_bytes // 8, 0, ds.stat().st_size, ptr_size(ds.stat().st_size), meta))
     if dtype is None:
         if len(widths) > 1:
             raise UserError(f"{folder}: shards disagree on token width {sorted(widths)}; the index is damaged")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ingest.errors import UserError
-from ingest.index.build import FORBIDDEN_PATH_WORDS, MANIFEST_NAME, IndexManifest, _ptr_size, check_index_path
+from ingest.index.build import FORBIDDEN_PATH_WORDS, MANIFEST_NAME, IndexManifest, check_index_path, ptr_size
 from ingest.index.tokenizer import TOKEN_WIDTH
 
 _DOC_BATCH = 256  # the engine starts one thread per requested document: keep batches bounded
@@ -231,9 +231,9 @@ def _validate_dir(index_dir: str, manifest: IndexManifest) -> None:
                 f"{folder}: shard {s} files differ from the manifest (tokenized {ds} vs {info.ds_bytes} bytes, "
                 f"offset {od} vs {8 * info.n_docs}); the index changed or is truncated: rebuild or re-attach it"
             )
-        if sa != tok_cnt * _ptr_size(ds):
+        if sa != tok_cnt * ptr_size(ds):
             raise UserError(
-                f"{folder}/table.{s} has {sa} bytes but {tok_cnt} tokens need {tok_cnt * _ptr_size(ds)}; "
+                f"{folder}/table.{s} has {sa} bytes but {tok_cnt} tokens need {tok_cnt * ptr_size(ds)}; "
                 "the suffix array is truncated or stale: rebuild the index"
             )
         if has_meta and (folder / f"metaoff.{s}").stat().st_size != od:
@@ -248,7 +248,7 @@ def _validate_dir(index_dir: str, manifest: IndexManifest) -> None:
         with open(folder / f"tokenized.{s}", "rb") as f:
             if f.read(w) != b"\xff" * w:
                 raise UserError(f"{folder}/tokenized.{s} does not start with a document separator; not a v4 index")
-        _spot_check_suffix_array(folder, s, ds, _ptr_size(ds), w)
+        _spot_check_suffix_array(folder, s, ds, ptr_size(ds), w)
 
 
 def engine_shard_order(n_shards: int) -> list[int]:
@@ -416,7 +416,7 @@ class IndexEngine:
             has_meta = (info.has_metadata and (folder / f"metadata.{s}").is_file()
                         and (folder / f"metadata.{s}").stat().st_size > 0)
             m = _ShardMaps(_map(folder / f"table.{s}"), _map(folder / f"tokenized.{s}"),
-                           _map(folder / f"offset.{s}"), _ptr_size(info.ds_bytes),
+                           _map(folder / f"offset.{s}"), ptr_size(info.ds_bytes),
                            info.ds_bytes // self.width, info.n_docs, self.width,
                            _map(folder / f"metadata.{s}") if has_meta else None,
                            _map(folder / f"metaoff.{s}") if has_meta else None)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ingest.export import _connect
+from ingest.export import connect_marts
 from ingest.names import output_dir
 from ingest.report.figures import FIGURES
 
@@ -50,7 +50,7 @@ def _table(con, sql: str) -> str:
 def build_report(home: Path, out: Path | None = None) -> Report:
     out = (out or home / "report").resolve()
     output_dir(out)
-    con = _connect(home)
+    con = connect_marts(home)
     images, skipped, sections = {}, [], []
     try:
         from ingest.report.propme_analyses import PROPME_FIGURES, propme_tables_html
