@@ -123,6 +123,15 @@ _SPECS = [
         _f("mink", pa.float64()), _f("minkpp", pa.float64()), _f("ref_model", pa.string()),
         _f("ref_loss", pa.float64()), _f("token_logprobs", pa.list_(pa.float32())), _f("params", pa.string()),
     ]), "a text's token log-probabilities under a model and the membership-inference scores built on them"),
+    TableSpec("text_method_scores", "method_score_id",
+              ("model", "item_kind", "item_id", "text_hash", "method", "scoring"), pa.schema([
+                  _f("method_score_id", pa.string(), False), _f("model", pa.string(), False),
+                  _f("item_id", pa.string(), False), _f("item_kind", pa.string(), False),
+                  _f("text_hash", pa.string(), False), _f("method", pa.string(), False),
+                  _f("scoring", pa.string(), False), _f("n_tokens", pa.int32()), _f("raw_score", pa.float64()),
+                  _f("member_score", pa.float64()), _f("params", pa.string()),
+              ]), "one membership-inference method's score of a text under a model (DC-PDD, ReCaLL, GradNorm, "
+              "Joint-Logit: the baselines that need more than token log-probabilities or live in their own rows)"),
     TableSpec("tokenizer_mixture_estimates", "estimate_id", ("model", "domain"), pa.schema([
         _f("estimate_id", pa.string(), False), _f("model", pa.string(), False), _f("tokenizer", pa.string()),
         _f("tokenizer_sha256", pa.string()), _f("domain", pa.string(), False), _f("estimate", pa.float64()),
