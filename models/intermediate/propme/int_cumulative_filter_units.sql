@@ -41,16 +41,7 @@ flagged as (
         facts.trace_id,
         facts.unit_id,
         facts.unit_kind,
-        not coalesce(facts.is_degenerate, false) as not_degenerate,
-        coalesce(facts.is_code_like, false) as is_code_like,
-        coalesce(facts.full_match_raw, false) as fm_raw,
-        coalesce(facts.n_tokens, 0) >= params.long_span_tokens as is_long,
-        coalesce(facts.longest_nonloop_span, 0) >= params.long_span_tokens as r_long,
-        coalesce(facts.duplication_bucket in ('once', 'rare'), false) as is_lt10,
-        coalesce(facts.duplication_bucket = 'once', false) as is_once,
-        coalesce(facts.nv_sum, 0) as nv_sum,
-        coalesce(facts.nv_sum_long, 0) as nv_sum_long,
-        coalesce(facts.n_nv_docs, 0) as n_nv_docs
+        {{ propme_metric_flags('facts', 'params') }}
     from facts
     cross join params
     where facts.is_traced
@@ -65,7 +56,7 @@ per_step as (
         steps.step_name,
         flagged.not_degenerate and (steps.step < 3 or not flagged.is_code_like) as kept,
         (steps.step < 4 or flagged.is_lt10) and (steps.step < 5 or flagged.is_once) as duplication_ok,
-        flagged.fm_raw and (steps.step < 2 or flagged.is_long) as fmr_hit,
+        case when steps.step < 2 then flagged.fm_raw else flagged.fm_long end as fmr_hit,
         case when steps.step < 2 then flagged.nv_sum else flagged.nv_sum_long end as nv_num
     from flagged
     cross join steps

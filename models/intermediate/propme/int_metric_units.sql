@@ -24,28 +24,21 @@ flags as (
         facts.trace_id,
         facts.unit_id,
         facts.unit_kind,
-        not facts.is_degenerate as ok,
-        not facts.is_degenerate and not coalesce(facts.is_blank, false) as ok_nonblank,
-        coalesce(facts.is_blank, false) as is_blank,
-        not facts.is_degenerate and not facts.is_code_like as ok_nl,
-        facts.is_degenerate,
-        facts.is_code_like,
-        coalesce(facts.full_match_raw, false) as fm_raw,
-        coalesce(facts.full_match_normalized, false) as fm_norm,
-        coalesce(facts.full_match_raw and facts.n_tokens >= params.mid_span_tokens, false) as fm_mid,
-        coalesce(facts.full_match_raw and facts.n_tokens >= params.long_span_tokens, false) as fm_long,
-        coalesce(facts.longest_span, 0) as longest_span,
-        coalesce(facts.nv_sum, 0) as nv_sum,
-        coalesce(facts.n_nv_docs, 0) as n_nv_docs,
-        coalesce(facts.nv_sum_long, 0) as nv_sum_long,
-        coalesce(facts.longest_nonloop_span >= params.mid_span_tokens, false) as r_mid,
-        coalesce(facts.longest_nonloop_span >= params.long_span_tokens, false) as r_long,
-        coalesce(facts.duplication_bucket = 'once', false) as r_long_once,
-        coalesce(facts.duplication_bucket in ('once', 'rare'), false) as r_long_rare,
-        facts.has_true_continuation,
-        coalesce(facts.targeted_hit, false) as te_hit
+        {{ propme_metric_flags('facts', 'params') }}
     from facts
     cross join params
+
+),
+
+kept as (
+
+    select
+        flags.*,
+        flags.not_degenerate as ok,
+        flags.not_degenerate and not flags.is_blank as ok_nonblank,
+        flags.not_degenerate and not flags.is_code_like as ok_nl,
+        not flags.not_degenerate as is_degenerate
+    from flags
 
 ),
 
@@ -85,10 +78,10 @@ per_unit as (
         coalesce(sum(nv_sum_long) filter (where ok_nl), 0) as nv_nl_sum_long,
         count(*) filter (where ok_nl and r_mid) as r20_nl_hits,
         count(*) filter (where ok_nl and r_long) as r50_nl_hits,
-        count(*) filter (where ok and r_long_once) as r50_once_hits,
-        count(*) filter (where ok and r_long_rare) as r50_rare_hits,
+        count(*) filter (where ok and is_once) as r50_once_hits,
+        count(*) filter (where ok and is_lt10) as r50_rare_hits,
         count(*) filter (where ok and has_true_continuation and te_hit) as te_hits
-    from flags
+    from kept
     group by run_id, trace_id, unit_id
 
 ),
