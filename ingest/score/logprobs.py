@@ -38,6 +38,9 @@ class HFScorer:
             torch.set_num_threads(threads)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device.startswith("cuda") and not torch.cuda.is_available():  # else .to() fails with an AssertionError
+            raise UserError(f"--device {device}: no CUDA GPU is usable here (torch.cuda.is_available() is False); "
+                            "use --device cpu or --device auto")
         try:
             self.tok = AutoTokenizer.from_pretrained(model)
             self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).to(device).eval()
@@ -60,20 +63,34 @@ class HFScorer:
             out += self._batch(texts[i:i + self.batch_size])
         return out
 
-    def _batch(self, texts: Sequence[str]) -> list[TokenScores]:
-        import torch
+    def encode(self, text: str) -> tuple[list[int], bool]:
+        """The token ids this scorer feeds the model for `text` (empty when too short) and whether it cut it."""
+        if self.start_token:
+            ids = list(self.tok.encode(text, add_special_tokens=False, verbose=False))  # long texts are cut below
+            return [self.start, *ids[:self.limit - 1]], len(ids) > self.limit - 1
+        ids = list(self.tok.encode(text, verbose=False))
+        cut, ids = len(ids) > self.limit, ids[:self.limit]
+        return (ids if len(ids) >= max(self.min_tokens, 1) else []), cut
 
+    def score_ids(self, seqs: Sequence[Sequence[int]]) -> list[TokenScores]:
+        """TokenScores of token-id sequences (each token after the first, given the ones before it)."""
+        out: list[TokenScores] = []
+        for i in range(0, len(seqs), self.batch_size):
+            part = [list(s) for s in seqs[i:i + self.batch_size]]
+            out += self._forward(part, [False] * len(part))
+        return out
+
+    def _batch(self, texts: Sequence[str]) -> list[TokenScores]:
         seqs, cut = [], []
         for t in texts:
-            if self.start_token:
-                ids = list(self.tok.encode(t, add_special_tokens=False, verbose=False))  # long texts are cut below
-                cut.append(len(ids) > self.limit - 1)
-                seqs.append([self.start, *ids[:self.limit - 1]])
-            else:
-                ids = list(self.tok.encode(t, verbose=False))
-                cut.append(len(ids) > self.limit)
-                ids = ids[:self.limit]
-                seqs.append(ids if len(ids) >= max(self.min_tokens, 1) else [])
+            ids, c = self.encode(t)
+            seqs.append(ids)
+            cut.append(c)
+        return self._forward(seqs, cut)
+
+    def _forward(self, seqs: list[list[int]], cut: list[bool]) -> list[TokenScores]:
+        import torch
+
         if not any(seqs):
             return [TokenScores([], [], [], c) for c in cut]
         width = max(len(s) for s in seqs)
