@@ -142,6 +142,16 @@ _SPECS = [
         _f("ci_level", pa.float64()), _f("reference_source", pa.string()), _f("params", pa.string()),
         _f("created_at", TS),
     ]), "a training-mixture share inferred from a BPE tokenizer's merge list (bpe_merges)"),
+    TableSpec("mixture_sweeps", "sweep_row_id", ("study", "model", "axis", "value", "estimator", "domain"), pa.schema([
+        _f("sweep_row_id", pa.string(), False), _f("study", pa.string(), False), _f("model", pa.string(), False),
+        _f("axis", pa.string(), False), _f("value", pa.string(), False), _f("value_num", pa.float64()),
+        _f("estimator", pa.string(), False), _f("domain", pa.string(), False), _f("estimate", pa.float64()),
+        _f("truth", pa.float64()), _f("target_domain", pa.string()), _f("run_id", pa.string()),
+        _f("backend", pa.string()), _f("n_reference", pa.int64()), _f("n_generations", pa.int64()),
+        _f("temperature", pa.float64()), _f("oof_accuracy", pa.float64()), _f("condition_number", pa.float64()),
+        _f("solver_status", pa.string()), _f("null_reason", pa.string()), _f("truth_source", pa.string()),
+        _f("params", pa.string()), _f("seconds", pa.float64()), _f("created_at", TS),
+    ]), "one estimator's share of one domain at one grid point of a mixture ablation (lmaudit mixture sweep / inject)"),
 ]
 
 TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}
