@@ -108,11 +108,20 @@ def calibrator_from_json(d: dict[str, Any]) -> Calibrator:
                       iterations=int(d.get("iterations", 0)))
 
 
-def _select_references(lake: Lake, domains: list[str] | None) -> tuple[list[str], dict[str, np.ndarray], int]:
+def select_references(lake: Lake, domains: list[str] | None,
+                      sources: list[str] | None = None) -> tuple[list[str], dict[str, np.ndarray], int]:
+    """The training reference documents of `domains` (all when None; of the given `sources` only, when given):
+    (domains, {"ref_doc_id", "text", "label", "fold"} arrays sorted by ref_doc_id, duplicates dropped)."""
     t = lake.read("reference_docs")
     if t.num_rows == 0:
         raise UserError("no reference documents in the warehouse; import them with `lmaudit reference import`")
     t = t.filter(pc.fill_null(pc.equal(t.column("split"), TRAIN_SPLIT), True))
+    if sources is not None:
+        known = sorted({s for s in t.column("source").to_pylist() if s is not None})
+        missing = [s for s in sources if s not in known]
+        if missing:
+            raise UserError(f"no reference documents of source(s) {missing}; known sources: {', '.join(known)}")
+        t = t.filter(pc.is_in(t.column("source"), value_set=pa.array(sources)))
     present = sorted(set(t.column("domain").to_pylist()))
     if domains is None:
         domains = present
@@ -148,7 +157,7 @@ def _select_references(lake: Lake, domains: list[str] | None) -> tuple[list[str]
     return domains, cols, dropped
 
 
-def _check_folds(domains: list[str], labels: np.ndarray, folds: np.ndarray) -> list[int]:
+def check_folds(domains: list[str], labels: np.ndarray, folds: np.ndarray) -> list[int]:
     fold_ids = sorted(set(folds.tolist()))
     if len(fold_ids) < 2:
         raise UserError(f"the reference documents span {len(fold_ids)} fold(s); cross-fitting needs at least 2 "
@@ -171,23 +180,32 @@ def _progress(enabled: bool):
                     transient=True)
 
 
-def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] | None = None, name: str | None = None,
-                     calibration: str = "ts", calibration_fold: int = 0, seed: int = 0,
-                     params: dict[str, Any] | None = None, progress: bool = True) -> TrainSummary:
-    """Cross-fit, calibrate, train the final model, save it, and write `classifiers` + reference outputs."""
-    home = lake.home
-    if calibration not in CALIBRATIONS:
-        raise UserError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
-    name = name or backend
-    classifier_dir(home, name)  # a valid name that stays inside <warehouse>/classifiers, before any work
-    domains, refs, dropped = _select_references(lake, domains)
-    k = len(domains)
-    labels, folds, texts = refs["label"], refs["fold"], refs["text"]
-    fold_ids = _check_folds(domains, labels, folds)
-    if calibration_fold not in fold_ids:
-        raise UserError(f"--calibration-fold {calibration_fold} is not one of the folds {fold_ids}")
-    proto: Backend = make_backend(backend, k, seed=seed, **(params or {}))
+@dataclass
+class CrossFit:
+    """What cross-fitting and calibration give: out-of-fold posteriors before (`raw`) and after (`probs`) the
+    chosen calibration, both fitted calibrators, the final model trained on every document (it scores
+    generations; apply `chosen` to its softmax), and the fallback taken, if any."""
 
+    raw: np.ndarray
+    probs: np.ndarray
+    ts: Calibrator
+    bcts: Calibrator
+    chosen: Calibrator
+    fallback: str | None
+    final: Backend
+
+    def posteriors(self, texts: list[str]) -> np.ndarray:
+        """Calibrated posteriors of new texts from the final model (as `classify score` computes them)."""
+        if not texts:
+            return np.zeros((0, self.raw.shape[1]))
+        return self.chosen(softmax(self.final.logits(texts)))
+
+
+def crossfit(proto: Backend, texts: np.ndarray, labels: np.ndarray, folds: np.ndarray, fold_ids: list[int], *,
+             calibration: str = "ts", calibration_fold: int = 0, seed: int = 0, progress: bool = True) -> CrossFit:
+    """Steps 1-3 of the protocol (module docstring), in memory: `classify train` stores what this returns,
+    `lmaudit mixture sweep` (ingest/mixture/sweep.py) uses it for every grid point's classifier."""
+    k = proto.n_domains
     oof_logits = np.zeros((len(texts), k))
     with _progress(progress) as bar:
         for f in fold_ids:
@@ -208,7 +226,6 @@ def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] |
         raise UserError("the classifier produced NaN posteriors for some reference documents; check the backend "
                         "parameters (learning rate) and retrain")
     cal_mask = folds == calibration_fold
-    held = ~cal_mask
     ts = fit_calibrator(raw[cal_mask], labels[cal_mask], "ts")
     bcts = fit_calibrator(raw[cal_mask], labels[cal_mask], "bcts")
     fallback = None
@@ -220,7 +237,30 @@ def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] |
         ts = Calibrator(kind="ts", success=False, message="separable calibration fold")
         bcts = Calibrator(kind="bcts", success=False, message="separable calibration fold")
     chosen = {"ts": ts, "bcts": bcts, "none": Calibrator(kind="none")}[calibration]
-    probs = chosen(raw)
+    return CrossFit(raw=raw, probs=chosen(raw), ts=ts, bcts=bcts, chosen=chosen, fallback=fallback, final=final)
+
+
+def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] | None = None, name: str | None = None,
+                     calibration: str = "ts", calibration_fold: int = 0, seed: int = 0,
+                     params: dict[str, Any] | None = None, progress: bool = True) -> TrainSummary:
+    """Cross-fit, calibrate, train the final model, save it, and write `classifiers` + reference outputs."""
+    home = lake.home
+    if calibration not in CALIBRATIONS:
+        raise UserError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
+    name = name or backend
+    classifier_dir(home, name)  # a valid name that stays inside <warehouse>/classifiers, before any work
+    domains, refs, dropped = select_references(lake, domains)
+    k = len(domains)
+    labels, folds, texts = refs["label"], refs["fold"], refs["text"]
+    fold_ids = check_folds(domains, labels, folds)
+    if calibration_fold not in fold_ids:
+        raise UserError(f"--calibration-fold {calibration_fold} is not one of the folds {fold_ids}")
+    proto: Backend = make_backend(backend, k, seed=seed, **(params or {}))
+    cf = crossfit(proto, texts, labels, folds, fold_ids, calibration=calibration,
+                  calibration_fold=calibration_fold, seed=seed, progress=progress)
+    raw, ts, bcts, chosen, fallback, final, probs = cf.raw, cf.ts, cf.bcts, cf.chosen, cf.fallback, cf.final, cf.probs
+    cal_mask = folds == calibration_fold
+    held = ~cal_mask
     temperature = chosen.temperature if chosen.kind != "none" and chosen.success else 1.0
     report = {
         "kind": calibration, "fold": calibration_fold, "n_calibration": int(cal_mask.sum()),
