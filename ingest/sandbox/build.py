@@ -15,34 +15,27 @@ whose keys match returns at once; a changed knob rebuilds that stage and everyth
 The corpus key includes a cheap fingerprint of the pinned packages it reads (ingest/sandbox/pinned.py), so
 a changed pin rebuilds; the corpus's content hash and its check are in ``corpus/mixture.json``.
 
-Atomicity: a stage is built in a hidden temp dir next to its final place and renamed into place with its
-``done.json`` already inside, so an interrupted build never leaves a half stage that looks finished.
-Concurrent builds into one `out_dir` serialize on an ``fcntl`` lock (``.lock``).
+Atomicity and locking: ingest/sandbox/stages.py (a stage is built in a hidden temp dir and renamed into place
+with its ``done.json`` inside; concurrent builds into one `out_dir` serialize on an ``fcntl`` lock).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
-import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from ingest.sandbox.corpus import collect_corpus, fill_mixture_tokens, read_corpus
 from ingest.sandbox.pinned import source_fingerprint
 from ingest.sandbox.sizes import CORPUS_FIELDS, MODEL_FIELDS, TOKENIZER_FIELDS, SandboxSize, get_size
+from ingest.sandbox.stages import locked, run_stage
 
 # Bump when a stage's code changes what it writes (invalidates caches built by older code).
 STAGE_VERSIONS = {"corpus": 3, "tokenizer": 1, "index": 1, "model": 1}
-STAMP = "done.json"
 
 
 class IndexBuilder(Protocol):
@@ -78,64 +71,6 @@ class SandboxPaths:
 
 def _key(obj: dict) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
-
-
-def _stamp_key(stage_dir: Path) -> str | None:
-    try:
-        return json.loads((stage_dir / STAMP).read_text(encoding="utf-8")).get("key")
-    except (OSError, ValueError):
-        return None
-
-
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            # leftovers of interrupted builds (safe: we hold the lock)
-            for p in root.iterdir():
-                if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name) and p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _run_stage(root: Path, name: str, key: str, meta: dict, build: Callable[[Path], Any]) -> bool:
-    """Build stage `name` unless its stamp already holds `key`. Returns True if it was (re)built."""
-    final = root / name
-    if _stamp_key(final) == key:
-        return False
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=root))
-    try:
-        build(tmp)
-        _normalize_modes(tmp)
-        stamp = {"stage": name, "key": key, **meta}  # deterministic: no timestamps
-        (tmp / STAMP).write_text(json.dumps(stamp, indent=2, sort_keys=True, default=str) + "\n")
-        if final.exists():
-            old = root / f".{name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return True
-
-
-def _normalize_modes(stage_dir: Path) -> None:
-    """mkdtemp makes 0700 dirs (and safetensors writes 0600 files): give the stage the umask's modes."""
-    umask = os.umask(0)
-    os.umask(umask)
-    for dirpath, dirnames, filenames in os.walk(stage_dir):
-        os.chmod(dirpath, 0o777 & ~umask)
-        for fn in filenames:
-            p = os.path.join(dirpath, fn)
-            if not os.path.islink(p):
-                os.chmod(p, 0o666 & ~umask)
 
 
 def _builder_id(index_builder: Callable) -> str:
@@ -210,7 +145,7 @@ def build_sandbox(
     corpus_dir, tok_dir, model_dir = root / "corpus", root / "tokenizer", root / "model"
     index_dir = root / "index" if index_builder is not None else None
 
-    with _locked(root):
+    with locked(root):
         t0 = time.perf_counter()
 
         def corpus_stage(tmp: Path) -> None:
@@ -220,7 +155,7 @@ def build_sandbox(
             if s.check["status"] == "differs":  # a warning: the sandbox is consistent, its numbers are not the docs'
                 Console(stderr=True).print(f"[yellow]warning:[/] {s.check['message']}")
 
-        if _run_stage(root, "corpus", keys["corpus"], {"params": size.params(CORPUS_FIELDS)}, corpus_stage):
+        if run_stage(root, "corpus", keys["corpus"], {"params": size.params(CORPUS_FIELDS)}, corpus_stage):
             built.append("corpus")
 
         def tokenizer_stage(tmp: Path) -> None:
@@ -234,7 +169,7 @@ def build_sandbox(
             console.log(f"tokenizer: vocab {s.vocab_size}, round trip exact")
 
         meta = {"params": size.params(TOKENIZER_FIELDS), "corpus": keys["corpus"]}
-        if _run_stage(root, "tokenizer", keys["tokenizer"], meta, tokenizer_stage):
+        if run_stage(root, "tokenizer", keys["tokenizer"], meta, tokenizer_stage):
             built.append("tokenizer")
 
         mixture_json = corpus_dir / "mixture.json"
@@ -251,7 +186,7 @@ def build_sandbox(
                 index_builder(corpus_dir / "corpus.jsonl", tok_dir, tmp)
 
             meta = {"tokenizer": keys["tokenizer"], "builder": _builder_id(index_builder)}
-            if _run_stage(root, "index", keys["index"], meta, index_stage):
+            if run_stage(root, "index", keys["index"], meta, index_stage):
                 built.append("index")
 
         def model_stage(tmp: Path) -> None:
@@ -265,7 +200,7 @@ def build_sandbox(
             )
 
         meta = {"params": size.params(MODEL_FIELDS), "tokenizer": keys["tokenizer"]}
-        if _run_stage(root, "model", keys["model"], meta, model_stage):
+        if run_stage(root, "model", keys["model"], meta, model_stage):
             built.append("model")
         if built:
             took = time.perf_counter() - t0

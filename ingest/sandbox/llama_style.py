@@ -87,8 +87,8 @@ def stage_key(paths) -> str:
 def build_llama_style_index(paths, progress: bool = True) -> Path:
     """Build (or reuse) the llama-style tokenizer and index of a built sandbox; returns the index folder."""
     from ingest.index.build import build_index
-    from ingest.sandbox.build import _locked, _run_stage
     from ingest.sandbox.corpus import read_corpus
+    from ingest.sandbox.stages import locked, run_stage
 
     tok_dir = paths.root / TOKENIZER_STAGE
 
@@ -105,7 +105,7 @@ def build_llama_style_index(paths, progress: bool = True) -> Path:
                     progress=False)
 
     key = stage_key(paths)
-    with _locked(paths.root):
-        _run_stage(paths.root, TOKENIZER_STAGE, key, {"corpus": paths.keys["corpus"]}, tokenizer_stage)
-        _run_stage(paths.root, INDEX_STAGE, key, {"tokenizer": key}, index_stage)
+    with locked(paths.root):
+        run_stage(paths.root, TOKENIZER_STAGE, key, {"corpus": paths.keys["corpus"]}, tokenizer_stage)
+        run_stage(paths.root, INDEX_STAGE, key, {"tokenizer": key}, index_stage)
     return paths.root / INDEX_STAGE

@@ -32,7 +32,7 @@ from ingest.sandbox import (
     stage_keys,
     train_tokenizer,
 )
-from ingest.sandbox.build import _run_stage
+from ingest.sandbox.stages import run_stage
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -251,10 +251,10 @@ def test_interrupted_stage_leaves_nothing(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        _run_stage(tmp_path, "stage", "k1", {}, boom)
+        run_stage(tmp_path, "stage", "k1", {}, boom)
     assert list(tmp_path.iterdir()) == []
-    assert _run_stage(tmp_path, "stage", "k1", {}, lambda tmp: (tmp / "ok").write_text("1")) is True
-    assert _run_stage(tmp_path, "stage", "k1", {}, boom) is False  # cache hit: builder not called
+    assert run_stage(tmp_path, "stage", "k1", {}, lambda tmp: (tmp / "ok").write_text("1")) is True
+    assert run_stage(tmp_path, "stage", "k1", {}, boom) is False  # cache hit: builder not called
     assert sorted(p.name for p in (tmp_path / "stage").iterdir()) == ["done.json", "ok"]
 
 
