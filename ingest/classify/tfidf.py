@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.classify.backends import Backend, StepHook, register_backend
+from ingest.classify.interface import Backend, StepHook, register_backend
 
 
 @register_backend

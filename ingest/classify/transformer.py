@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.classify.backends import Backend, StepHook, register_backend
+from ingest.classify.interface import Backend, StepHook, register_backend
 from ingest.errors import UserError
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
