@@ -5,26 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from ingest.report.plotting import label_bars, plt, query_rows, save_figure, setting_order, short_runs
 
-SETTING_ORDER = ["unconditional", "minimal_cue", "generic", "specific", "prefix"]
 HEADLINE = [("fmr", "FMR (full match rate)"), ("als", "ALS (mean longest span, tokens)"),
             ("nvr", "NVR (near-verbatim recall)"), ("r50", "R50 (share with a >= 50-token span)")]
-
-
-def _rows(con, sql: str) -> list[dict]:
-    cur = con.execute(sql)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-
-def _order(settings):
-    return sorted(set(settings), key=lambda s: (SETTING_ORDER.index(s.split(" ")[0])
-                                                if s.split(" ")[0] in SETTING_ORDER else 99, s))
 
 
 def _group_runs(rows: list[dict], setting_key: str, run_key: str) -> str:
@@ -56,7 +42,6 @@ def _bars(ax, got: dict, groups: list, value: str, offset: float, width: float, 
                       [got.get(g, {}).get("ci_high") for g in groups])
     bars = ax.bar(np.arange(len(groups)) + offset, np.nan_to_num(v), width, yerr=np.nan_to_num(err), capsize=3,
                   label=label)
-    from ingest.report.propme_analyses import label_bars, short_runs  # every bar names the run it shows
 
     runs = [got.get(g, {}).get("run_id") or got.get(g, {}).get("propensity_run_id") for g in groups]
     short = short_runs(r for r in runs if r)  # without the prefix the series' runs share
@@ -65,21 +50,14 @@ def _bars(ax, got: dict, groups: list, value: str, offset: float, width: float, 
     ax.margins(y=0.45)
 
 
-def _save(fig, path: Path) -> bool:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
 def metric_bars(con, path: Path) -> bool:
-    rows = _rows(con, "select run_id, model, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
+    rows = query_rows(con, "select run_id, model, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
                       "where metric in ('fmr', 'als', 'nvr', 'r50')")
     if not rows:
         return False
     key = _group_runs(rows, "setting", "run_id")
     models = sorted({r["model"] for r in rows})
-    settings = _order(r[key] for r in rows)
+    settings = setting_order(r[key] for r in rows)
     fig, axes = plt.subplots(1, 4, figsize=(16, 4))
     width = 0.8 / max(1, len(models))
     for ax, (metric, title) in zip(axes, HEADLINE):
@@ -91,16 +69,16 @@ def metric_bars(con, path: Path) -> bool:
         ax.set_title(title, fontsize=10)
     axes[0].legend(fontsize=8)
     fig.suptitle("Memorization metrics per setting (95% bootstrap intervals)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def propensity(con, path: Path) -> bool:
-    rows = _rows(con, "select propensity_run_id, model, propensity_setting, metric, pm, ci_low, ci_high "
+    rows = query_rows(con, "select propensity_run_id, model, propensity_setting, metric, pm, ci_low, ci_high "
                       "from fct_propensity where metric in ('fmr', 'nvr', 'r50') and pm is not null")
     if not rows:
         return False
     key = _group_runs(rows, "propensity_setting", "propensity_run_id")
-    settings = _order(r[key] for r in rows)
+    settings = setting_order(r[key] for r in rows)
     metrics = ["fmr", "nvr", "r50"]
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(metrics)
@@ -112,15 +90,15 @@ def propensity(con, path: Path) -> bool:
     ax.set_ylabel("PM = f_p / (f_p + f_c)")
     ax.set_title("Memorization propensity vs the prefix attack")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def longest_spans(con, path: Path) -> bool:
-    rows = _rows(con, "select run_id, setting, longest_span from int_generation_facts where is_traced")
+    rows = query_rows(con, "select run_id, setting, longest_span from int_generation_facts where is_traced")
     if not rows:
         return False
     key = _group_runs(rows, "setting", "run_id")
-    settings = _order(r[key] for r in rows)
+    settings = setting_order(r[key] for r in rows)
     data = [[r["longest_span"] or 0 for r in rows if r[key] == s] for s in settings]
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.boxplot(data, showfliers=True)
@@ -131,14 +109,14 @@ def longest_spans(con, path: Path) -> bool:
     ax.legend(fontsize=8, loc="upper right")
     ax.set_ylabel("longest matching span (tokens)")
     ax.set_title("Longest span per generation")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def duplication(con, path: Path) -> bool:
-    rows = _rows(con, "select setting, n_once, n_rare, n_frequent, n_long from fct_duplication where n_long > 0")
+    rows = query_rows(con, "select setting, n_once, n_rare, n_frequent, n_long from fct_duplication where n_long > 0")
     if not rows:
         return False
-    settings = _order(r["setting"] for r in rows)
+    settings = setting_order(r["setting"] for r in rows)
     agg = {s: [sum((r[k] or 0) for r in rows if r["setting"] == s) for k in ("n_once", "n_rare", "n_frequent")]
            for s in settings}
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -154,13 +132,13 @@ def duplication(con, path: Path) -> bool:
     ax.set_ylabel("share of long (>= 50-token) spans")
     ax.set_title("How often do reproduced long spans occur in the training corpus?")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def mixture(con, path: Path) -> bool:
     import json
 
-    rows = _rows(con, "select estimator, domains, truth, estimates, overlap_accuracy from fct_mixture_evaluation "
+    rows = query_rows(con, "select estimator, domains, truth, estimates, overlap_accuracy from fct_mixture_evaluation "
                       "where estimates is not null and truth is not null")
     if not rows:
         return False
@@ -178,12 +156,12 @@ def mixture(con, path: Path) -> bool:
     ax.set_ylabel("share of training data")
     ax.set_title("Estimated vs documented training mixture (overlap accuracy)")
     ax.legend(fontsize=7, ncol=2)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def mixture_sources(con, path: Path) -> bool:
     """fct_mixture_sources: documented, tokenizer (bpe_merges), generation-based and traced shares per model."""
-    rows = _rows(con, "select * from fct_mixture_sources order by model, domain")
+    rows = query_rows(con, "select * from fct_mixture_sources order by model, domain")
     if not rows:
         return False
     models = sorted({r["model"] for r in rows})[:6]
@@ -200,7 +178,7 @@ def mixture_sources(con, path: Path) -> bool:
         ax.set_ylabel("share")
     axes[0, 0].legend(fontsize=7, ncol=4)
     fig.suptitle("Training mixture: documented vs tokenizer vs generations vs traced spans")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def trajectory(con, path: Path) -> bool:
@@ -218,3 +196,4 @@ FIGURES = {
     "mixture_sources": (mixture_sources, "Training mixture from every signal, per model"),
     "trajectory": (trajectory, "Training trajectories over checkpoints"),
 }
+

@@ -8,12 +8,11 @@ table returns HTML (a note instead of a crash when a mart is missing), like `ing
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 
 import numpy as np
 
-from ingest.report.figures import _order, _rows, _save, plt
+from ingest.report.plotting import label_bars, plt, query_rows, save_figure, setting_order, short_runs
 
 WIDE_METRICS = ("fmr", "fmr50", "als", "nvr", "r20", "r50", "te")
 PM_METRICS = ("fmr", "nvr", "r50", "fmr50")
@@ -38,27 +37,6 @@ ANALYSES_GLOSSARY = [
     ("independent difference", "metric(run a) - metric(run b) for prompt-free runs, each run resampled on its "
                                "own (no prompts pair them); significant when the interval excludes 0"),
 ]
-
-
-def short_runs(run_ids) -> dict[str, str]:
-    """Each run id without the prefix all of them share (the sandbox's 'sandbox-tiny-'), for bar labels."""
-    ids = sorted({r for r in run_ids if r})
-    common = os.path.commonprefix(ids) if len(ids) > 1 else ""
-    common = common[:common.rfind("-") + 1] if "-" in common else ""
-    return {r: (r[len(common):] or r) for r in ids}
-
-
-def label_bars(ax, bars, labels, tops=None, fontsize: int = 7, rotation: int = 90) -> None:
-    """Write each bar's label (its run, and a count) just above the bar or its interval (`tops`: the upper
-    ends of the error bars), rotated by default so that long run ids fit between neighbours."""
-    tops = [None] * len(labels) if tops is None else list(tops)
-    for bar, label, top in zip(bars, labels, tops):
-        if not label:
-            continue
-        y = bar.get_y() + bar.get_height()
-        y = y if top is None or not np.isfinite(top) else max(y, float(top))
-        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, y), xytext=(0, 3), textcoords="offset points",
-                    ha="center", va="bottom", rotation=rotation, fontsize=fontsize)
 
 
 def interval_bars(ax, got: dict, keys: list, value: str, offset: float, width: float, label: str):
@@ -98,7 +76,8 @@ def _guard(title: str, fn) -> str:
 # ------------------------------------------------------------------------------------------------ tables
 def settings_by_metrics(con) -> str:
     """Settings x metrics, one block per model: value [ci_low, ci_high] of each run (the papers' Table 18)."""
-    rows = _rows(con, "select run_id, model_name, setting, metric, value, ci_low, ci_high from fct_setting_metrics "
+    rows = query_rows(con, "select run_id, model_name, setting, metric, value, ci_low, ci_high "
+                           "from fct_setting_metrics "
                       f"where metric in ({', '.join(repr(m) for m in WIDE_METRICS)})")
     if not rows:
         return ""
@@ -106,7 +85,7 @@ def settings_by_metrics(con) -> str:
     for r in rows:
         cells.setdefault((r["model_name"], r["setting"], r["run_id"]), {})[r["metric"]] = _fmt(
             r["value"], r["ci_low"], r["ci_high"])
-    order = {s: i for i, s in enumerate(_order({k[1] for k in cells}))}
+    order = {s: i for i, s in enumerate(setting_order({k[1] for k in cells}))}
     keys = sorted(cells, key=lambda k: (k[0] or "", order.get(k[1], 99), k[2]))
     body = [[k[0] or "", k[1], k[2], *[cells[k].get(m, "") for m in WIDE_METRICS]] for k in keys]
     return _html_table(["model", "setting", "run", *[m.upper() for m in WIDE_METRICS]], body)
@@ -114,13 +93,14 @@ def settings_by_metrics(con) -> str:
 
 def models_by_settings_pm(con) -> str:
     """Models x settings of PM with intervals, one table per metric (the papers' Table 19)."""
-    rows = _rows(con, "select coalesce(n.model_name, p.model) as model, p.propensity_setting, p.propensity_run_id, "
+    rows = query_rows(con, "select coalesce(n.model_name, p.model) as model, p.propensity_setting, "
+                           "p.propensity_run_id, "
                       "p.metric, p.pm, p.ci_low, p.ci_high from fct_propensity as p left join (select distinct "
                       "run_id, model_name from fct_setting_metrics) as n on p.propensity_run_id = n.run_id "
                       f"where p.metric in ({', '.join(repr(m) for m in PM_METRICS)})")
     if not rows:
         return ""
-    settings = _order({r["propensity_setting"] for r in rows})
+    settings = setting_order({r["propensity_setting"] for r in rows})
     out = []
     for metric in PM_METRICS:
         mine = [r for r in rows if r["metric"] == metric]
@@ -140,15 +120,15 @@ def models_by_settings_pm(con) -> str:
 
 
 def glossary(con) -> str:
-    rows = _rows(con, "select metric, description from int_metric_definitions order by metric")
+    rows = query_rows(con, "select metric, description from int_metric_definitions order by metric")
     body = [[r["metric"], r["description"]] for r in rows] + [[n, d] for n, d in ANALYSES_GLOSSARY]
     return _html_table(["name", "definition"], body)
 
 
 def chance_level_table(con) -> str:
-    rows = _rows(con, "select model_name, setting, run_id, n_prompts_traced, prompt_als, prompt_max_span, "
+    rows = query_rows(con, "select model_name, setting, run_id, n_prompts_traced, prompt_als, prompt_max_span, "
                       "prompt_r20, run_als, run_r20, prompt_als_share, null_reason from fct_chance_level")
-    order = {s: i for i, s in enumerate(_order({r["setting"] for r in rows}))}
+    order = {s: i for i, s in enumerate(setting_order({r["setting"] for r in rows}))}
     rows.sort(key=lambda r: (r["model_name"] or "", order.get(r["setting"], 99), r["run_id"]))
     return _html_table(["model", "setting", "run", "prompts traced", "prompt ALS", "longest prompt span",
                         "prompts with >= 20-token span", "run ALS", "run R20", "prompt ALS / run ALS", "note"],
@@ -159,7 +139,7 @@ def chance_level_table(con) -> str:
 
 
 def source_duplication_table(con) -> str:
-    rows = _rows(con, "select model_name, run_id, bucket, n_prompts, n_hits, n_eligible, te, ci_low, ci_high, "
+    rows = query_rows(con, "select model_name, run_id, bucket, n_prompts, n_hits, n_eligible, te, ci_low, ci_high, "
                       "null_reason from fct_source_duplication order by model_name, run_id, bucket_order")
     return _html_table(["model", "run", "source occurs", "prompts", "samples reproducing / samples", "TE [95% CI]",
                         "note"],
@@ -169,7 +149,7 @@ def source_duplication_table(con) -> str:
 
 
 def independent_differences_table(con) -> str:
-    rows = _rows(con, "select setting, run_a, run_b, metric, diff, ci_low, ci_high, significant, null_reason "
+    rows = query_rows(con, "select setting, run_a, run_b, metric, diff, ci_low, ci_high, significant, null_reason "
                       "from fct_independent_run_differences where metric in ('fmr', 'fmr50', 'als', 'nvr', 'r50') "
                       "order by setting, run_a, run_b, metric")
     return _html_table(["setting", "run a", "run b", "metric", "a - b [95% CI]", "significant", "note"],
@@ -180,12 +160,12 @@ def independent_differences_table(con) -> str:
 
 def long_match_categories_table(con) -> str:
     """Runs x categories of long matches: count (share), the papers' content analysis by rule."""
-    rows = _rows(con, "select run_id, setting, category, n_generations, share_of_long_matches "
+    rows = query_rows(con, "select run_id, setting, category, n_generations, share_of_long_matches "
                       "from fct_long_match_categories")
     if not rows:
         return ""
     cats = ["code", "licence_boilerplate", "documentation", "prose", "other"]
-    order = {s: i for i, s in enumerate(_order({r["setting"] for r in rows}))}
+    order = {s: i for i, s in enumerate(setting_order({r["setting"] for r in rows}))}
     runs = sorted({(r["setting"], r["run_id"]) for r in rows}, key=lambda k: (order.get(k[0], 99), k[1]))
     cell = {(r["run_id"], r["category"]): f"{r['n_generations']} ({100 * r['share_of_long_matches']:.0f}%)"
             for r in rows}
@@ -200,7 +180,7 @@ GROUP_LABELS = {"generic": "generic sentences", "candidate": "specific candidate
 def prompt_closeness_table(con) -> str:
     """The closeness evaluation: each group's mean similarity to the nearest training document, and its
     difference to the generic sentences (independent bootstrap)."""
-    rows = _rows(con, "select corpus_name, prompt_set, item_group, n_items, mean_similarity, ci_low, ci_high, "
+    rows = query_rows(con, "select corpus_name, prompt_set, item_group, n_items, mean_similarity, ci_low, ci_high, "
                       "diff_vs_generic, diff_ci_low, diff_ci_high, closer_than_generic, embedder "
                       "from fct_prompt_closeness order by corpus_name, prompt_set, group_order")
     return _html_table(["corpus", "prompt set", "group", "items", "mean similarity [95% CI]",
@@ -232,12 +212,12 @@ def propme_tables_html(con) -> str:
 def cumulative_filters(con, path: Path) -> bool:
     """PM of FMR, NVR, R50 after each cumulative filter, one panel per propensity run (the paper's filter
     figure); runs without a PM (no prefix run) show the metric itself."""
-    rows = _rows(con, "select run_id, model, setting, metric, step, value, ci_low, ci_high, pm, pm_ci_low, "
+    rows = query_rows(con, "select run_id, model, setting, metric, step, value, ci_low, ci_high, pm, pm_ci_low, "
                       "pm_ci_high from fct_cumulative_filters where metric in ('fmr', 'nvr', 'r50') "
                       "and setting_kind = 'propensity' and pm is not null")
     if not rows:
         return False
-    runs = sorted({r["run_id"] for r in rows}, key=lambda x: (_order([next(r["setting"] for r in rows
+    runs = sorted({r["run_id"] for r in rows}, key=lambda x: (setting_order([next(r["setting"] for r in rows
                                                                             if r["run_id"] == x)]), x))
     labels = short_runs(runs)
     fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.8), squeeze=False, sharey=True)
@@ -261,13 +241,13 @@ def cumulative_filters(con, path: Path) -> bool:
     axes[0, 0].set_ylabel("PM against the prefix run")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("Propensity as filters are applied one after another (95% intervals; 0.5 = neutral)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def source_duplication(con, path: Path) -> bool:
     """Targeted extraction by how often the source sequence occurs; every bar labelled with its run and the
     number of prompts behind it."""
-    rows = _rows(con, "select run_id, bucket, bucket_order, n_prompts, te, ci_low, ci_high "
+    rows = query_rows(con, "select run_id, bucket, bucket_order, n_prompts, te, ci_low, ci_high "
                       "from fct_source_duplication where te is not null order by bucket_order")
     if not rows:
         return False
@@ -287,15 +267,16 @@ def source_duplication(con, path: Path) -> bool:
     ax.set_ylim(0, 1.3)
     ax.set_title("Targeted extraction against duplication of the source (n = prompts)")
     ax.legend(fontsize=7, loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def chance_level(con, path: Path) -> bool:
     """The prompts' own mean longest span beside each run's ALS, bars labelled by run."""
-    rows = _rows(con, "select run_id, setting, prompt_als, run_als from fct_chance_level where prompt_als is not null")
+    rows = query_rows(con, "select run_id, setting, prompt_als, run_als from fct_chance_level "
+                           "where prompt_als is not null")
     if not rows:
         return False
-    order = {s: i for i, s in enumerate(_order({r["setting"] for r in rows}))}
+    order = {s: i for i, s in enumerate(setting_order({r["setting"] for r in rows}))}
     rows.sort(key=lambda r: (order.get(r["setting"], 99), r["run_id"]))
     labels = short_runs([r["run_id"] for r in rows])
     x = np.arange(len(rows))
@@ -309,13 +290,13 @@ def chance_level(con, path: Path) -> bool:
     ax.set_ylim(0, max([r["prompt_als"] or 0 for r in rows] + [r["run_als"] or 0 for r in rows] + [1]) * 1.35)
     ax.set_title("Chance level: what the prompts match on their own")
     ax.legend(fontsize=7, loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def prompt_closeness(con, path: Path) -> bool:
     """Mean similarity to the nearest training document per prompt group, with intervals, one bar group per
     specific prompt set; every bar labelled with its number of items."""
-    rows = _rows(con, "select corpus_name, prompt_set, item_group, group_order, n_items, mean_similarity, ci_low, "
+    rows = query_rows(con, "select corpus_name, prompt_set, item_group, group_order, n_items, mean_similarity, ci_low, "
                       "ci_high from fct_prompt_closeness order by corpus_name, prompt_set, group_order")
     if not rows:
         return False
@@ -333,7 +314,7 @@ def prompt_closeness(con, path: Path) -> bool:
     ax.set_ylim(0, 1.15)
     ax.set_title("How close the prompts are to the training data (95% intervals)")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 PROPME_FIGURES = {

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.report.figures import _rows, _save, plt
+from ingest.report.plotting import plt, query_rows, save_figure
 
 ESTIMATORS = ("pacc", "direct", "mia_loss", "mia_mink")
 METRICS = (("r50", "R50"), ("fmr20", "FMR20"), ("nvr", "NVR"))
 
 
 def trajectory_figure(con, path: Path) -> bool:
-    mix = _rows(con, "select base_model, step, estimator, domain, estimate, ci_low, ci_high, truth, overlap_accuracy "
+    mix = query_rows(con, "select base_model, step, estimator, domain, estimate, ci_low, ci_high, truth, "
+                          "overlap_accuracy "
                      "from fct_mixture_trajectory order by base_model, step")
-    pm = _rows(con, "select base_model, step, metric, value, ci_low, ci_high from fct_propme_trajectory "
+    pm = query_rows(con, "select base_model, step, metric, value, ci_low, ci_high from fct_propme_trajectory "
                     "where value is not null order by base_model, step")
     models = sorted({r["base_model"] for r in mix} | {r["base_model"] for r in pm})[:3]
     if not models:
@@ -30,7 +31,7 @@ def trajectory_figure(con, path: Path) -> bool:
         name = Path(m).parent.name if Path(m).name == "model" else Path(m).name
         row[0].set_title(f"{name}: pacc (95% CI) vs truth (dashed)", fontsize=9)
     fig.suptitle("Training trajectories: mixture estimate and memorization metrics per checkpoint")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _num(x) -> float:

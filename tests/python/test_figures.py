@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ingest.report.figures import _group_runs, _order
+from ingest.report.figures import _group_runs
+from ingest.report.plotting import setting_order as _order
 
 
 def test_runs_of_one_setting_get_their_own_groups():
