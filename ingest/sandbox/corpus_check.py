@@ -13,8 +13,8 @@ them with `EXPECTED`:
 * ``unknown`` - no hash is committed for this platform, Python minor version, size and seed (e.g. macOS,
   or a custom size): nothing to compare with.
 
-After changing a pin (or the corpus code), run ``python -m ingest.sandbox.corpus_check`` on Linux x86_64 with
-Python 3.11 and paste the entries it prints into `EXPECTED` (docs/sandbox.md).
+After changing a pin (or the corpus code), run ``python -m ingest.sandbox.expected_hashes`` on Linux x86_64
+with Python 3.11 and paste the entries it prints into `EXPECTED` (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -125,36 +125,3 @@ def check_corpus(size, seed: int, hashes: CorpusHashes) -> dict[str, Any]:
                        f"{', '.join(differ) or 'none: only the order'}): its model and numbers will not match the "
                        "docs. Another build of a pinned wheel, a pin changed without updating "
                        "ingest/sandbox/corpus_check.py, or edited site-packages (docs/sandbox.md)"}
-
-
-def current_entries(sizes=("tiny", "small", "default"), seed: int = 0) -> dict:
-    """Build the corpus of each size here and return the `EXPECTED` entries for this platform."""
-    import tempfile
-
-    from ingest.sandbox.corpus import collect_corpus
-    from ingest.sandbox.sizes import get_size
-
-    out = {}
-    for name in sizes:
-        size = get_size(name)
-        with tempfile.TemporaryDirectory() as tmp:
-            s = collect_corpus(size, Path(tmp), seed)
-            out[expected_key(size, seed)] = corpus_hashes(s.corpus_jsonl).to_json()
-    return out
-
-
-def format_entries(entries: dict) -> str:
-    """`EXPECTED` entries as Python source, one hash a line."""
-    lines = []
-    for key, v in entries.items():
-        lines.append(f"    {key!r}: {{")
-        lines.append(f'        "corpus_jsonl": "{v["corpus_jsonl"]}",')
-        lines.append('        "domains": {')
-        lines += [f'            "{d}": "{h}",' for d, h in v["domains"].items()]
-        lines.append("        },")
-        lines.append("    },")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":  # python -m ingest.sandbox.corpus_check: the entries to paste into EXPECTED
-    print(format_entries(current_entries()))
