@@ -100,3 +100,124 @@ def documented_add(
                       f"{model} or ends in /{model.rsplit('/', 1)[-1]} (or var mixture_model_aliases)",
                       markup=False, highlight=False, soft_wrap=True)
     console.print("next: lmaudit build; lmaudit sql \"select * from fct_mixture_evaluation\"", markup=False)
+
+
+def _split(text: Optional[str]) -> Optional[list[str]]:
+    return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _print_points(rows_by_point: list[tuple[str, str, dict[str, float | None], bool, float]],
+                  estimators: tuple[str, ...]) -> None:
+    """One line per grid point: overlap accuracy % of each estimator against the documented mixture."""
+    shown = [e for e in ("pacc", "direct", "emq", "llmsurgeon_code") if e in estimators] or list(estimators)[:4]
+    console.print(f"{'axis':<12} {'value':<32} " + " ".join(f"{e:>15}" for e in shown) + "   seconds",
+                  markup=False, highlight=False, soft_wrap=True)
+    for axis, value, oa, cached, secs in rows_by_point:
+        cells = " ".join(f"{'-' if oa.get(e) is None else f'{100 * oa[e]:.1f}':>15}" for e in shown)
+        tail = "  (done before)" if cached else f"  {secs:7.1f}"
+        console.print(f"{axis:<12} {value[:32]:<32} {cells}{tail}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("sweep")
+def sweep(
+    ctx: typer.Context,
+    axis: Annotated[Optional[list[str]], typer.Option("--axis", help="NAME=V1,V2,... (repeat for more axes): reference (documents per domain, Table 4), backend (tfidf, transformer, transformer:PATH of a pretrained encoder; Table 3), granularity (fine, or groups such as code+headers/boilerplate+documentation), temperature, generations. One factor varies at a time around the base.")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", help="Classify this existing run's samples (its model is the model swept).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Sample this model (a local folder, absolute path as the sandbox registered it) instead of --run.")] = None,
+    corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus whose unconditional prompt is sampled (with --model, or with --run for a temperature axis).")] = None,
+    n: Annotated[int, typer.Option("--n", help="Samples of the base run when the sweep samples the model (the neutral preset's 300).")] = 300,
+    max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="New tokens per sample (default: the neutral preset's, cut to the model's context).")] = None,
+    domains: Annotated[Optional[str], typer.Option("--domains", help="Comma-separated reference domains (default: all).")] = None,
+    reference_source: Annotated[Optional[str], typer.Option("--reference-source", help="Comma-separated reference_docs sources to use (default: all).")] = None,
+    estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators of dbt_project.yml).")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", help="Name of the sweep (default: the model's folder name); a rerun with the same name resumes it.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the classifiers and the reference subsets.")] = 0,
+) -> None:
+    """LLMSurgeon's ablations on one model and reference set: each grid point trains a classifier with the
+    `classify train` protocol, classifies the samples and runs every estimator; rows go to mixture_sweeps
+    (resumable), fct_mixture_sweeps scores them, `lmaudit report` draws Tables 3 and 4."""
+    from ingest.errors import UserError
+    from ingest.mixture.sweep import (Sampler, SweepSpec, check_estimators, overlap_by_estimator, parse_grid,
+                                      run_sweep)
+    from ingest.names import check_name
+
+    axes = parse_grid(axis)
+    if (run is None) == (model is None):
+        raise UserError("give exactly one of --run (classify an existing run) or --model with --corpus (sample it)")
+    if n < 1:
+        raise UserError(f"--n must be >= 1, got {n}")
+    lake = state(ctx).lake
+    if run is not None:
+        rows = [r for r in lake.read("runs").to_pylist() if r["run_id"] == run]
+        if not rows:
+            raise UserError(f"unknown run {run!r}; list runs with lmaudit sql \"select run_id from stg_runs\"")
+        sampler = Sampler(model=rows[0]["model"], run_id=run, corpus=corpus, max_new_tokens=max_new_tokens)
+    else:
+        if corpus is None:
+            raise UserError("--model samples the model: give --corpus (e.g. the sandbox's sandbox-tiny-...)")
+        if not Path(model).is_dir():
+            raise UserError(f"--model {model}: not a folder; give the model's local folder")
+        sampler = Sampler(model=str(Path(model).resolve()), corpus=corpus, n_generations=n,
+                          max_new_tokens=max_new_tokens)
+    ests = check_estimators(_split(estimators)) if estimators is not None else ()
+    folder = Path(sampler.model)
+    name = check_name("study name", study or (folder.parent.name if folder.name == "model" else folder.name))
+    spec = SweepSpec(study=name, axes=axes, estimators=ests, seed=seed)
+    printed = []
+
+    def show(p, rows, cached):
+        printed.append((p.axis, p.value, overlap_by_estimator(rows), cached,
+                        max((r["seconds"] or 0 for r in rows), default=0.0)))
+
+    res = run_sweep(lake, spec, sampler, domains=_split(domains), sources=_split(reference_source), on_point=show)
+    console.print(f"mixture sweep {name!r} of {sampler.model}: {len(res.points)} grid points, {len(res.computed)} "
+                  f"computed, {len(res.skipped)} done before, {res.seconds:.0f} s; overlap accuracy % against the "
+                  "documented mixture:", markup=False, highlight=False, soft_wrap=True)
+    _print_points(printed, spec.estimators or tuple(sorted({e for _, _, oa, _, _ in printed for e in oa})))
+    console.print("next: lmaudit build; lmaudit sql \"select * from fct_mixture_sweeps\"; lmaudit report",
+                  markup=False, soft_wrap=True)
+
+
+@app.command("inject")
+def inject(
+    ctx: typer.Context,
+    domain: Annotated[str, typer.Option("--domain", help="The sandbox domain injected at known shares (code, boilerplate, documentation, headers).")] = "headers",
+    shares: Annotated[str, typer.Option("--shares", help="Comma-separated shares of the injected domain in the training text, e.g. 0,0.05,0.1,0.2 (the paper's 5/10/20 % and a control).")] = "0,0.05,0.1,0.2",
+    base: Annotated[Optional[str], typer.Option("--base", help="The other domains' mixture, e.g. code=0.5,documentation=0.3,boilerplate=0.2 (default: equal).")] = None,
+    size: Annotated[str, typer.Option("--size", help="Sandbox size (tiny: minutes).")] = "tiny",
+    steps: Annotated[Optional[int], typer.Option("--steps", help="Training steps per model (default: the size's).")] = None,
+    n: Annotated[int, typer.Option("--n", help="Unconditional samples per model (the neutral preset's 300).")] = 300,
+    per_domain: Annotated[int, typer.Option("--per-domain", help="Held-out reference documents per domain for the frozen classifier.")] = 150,
+    estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators).")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sandboxes, reference documents and classifier.")] = 0,
+) -> None:
+    """LLMSurgeon's toxic injection (Table 9) on the sandbox: one model per share of an injected domain
+    (cached), one frozen classifier, the estimate of the injected share beside the truth; rows go to
+    mixture_sweeps (axis inject), fct_mixture_sweeps scores them, `lmaudit report` draws Table 9 and its figure."""
+    from ingest.errors import UserError
+    from ingest.mixture.inject import make_plan, parse_shares, run_inject
+    from ingest.mixture.sweep import check_estimators
+
+    if n < 1 or per_domain < 5:
+        raise UserError("--n must be >= 1 and --per-domain >= 5 (the cross-fitting folds)")
+    ests = check_estimators(_split(estimators)) if estimators is not None else ()
+    plan = make_plan(domain, parse_shares(shares), base, size, steps, seed)
+    st = state(ctx)
+    res = run_inject(st.lake, st.home, plan, study=study, n_generations=n, per_domain=per_domain, estimators=ests,
+                     log=lambda s: console.print(s, markup=False, highlight=False))
+    name = study or f"inject-{domain}"
+    rows = [r for r in st.lake.read("mixture_sweeps").to_pylist()
+            if r["study"] == name and r["axis"] == "inject" and r["domain"] == domain]
+    console.print(f"injected {domain}: {len(res.computed)} models estimated, {len(res.skipped)} done before, "
+                  f"{res.seconds:.0f} s. True share -> estimated share (%):", markup=False, highlight=False)
+    shown = [e for e in ("pacc", "direct", "emq") if e in {r["estimator"] for r in rows}]
+    console.print(f"{'share':>8} {'truth':>8} " + " ".join(f"{e:>8}" for e in shown), markup=False)
+    for s in plan.shares:
+        got = {r["estimator"]: r for r in rows if r["value"] == f"{s:g}"}
+        truth = next((r["truth"] for r in got.values()), None)
+        vals = [(got.get(e) or {}).get("estimate") for e in shown]
+        cells = " ".join(f"{'-' if v is None else f'{100 * v:.1f}':>8}" for v in vals)
+        console.print(f"{100 * s:8.1f} {'-' if truth is None else f'{100 * truth:.1f}':>8} {cells}", markup=False)
+    console.print("next: lmaudit build; lmaudit sql \"select * from fct_mixture_sweeps where axis = 'inject'\"; "
+                  "lmaudit report", markup=False)
