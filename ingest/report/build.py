@@ -75,6 +75,20 @@ def build_report(home: Path, out: Path | None = None) -> Report:
 
         tables += table2_html(con)  # models x estimators, overlap accuracy
         tables += table5_html(con)  # prompt styles x models, overlap accuracy
+        from ingest.report.tables import injection_figure, sweep_tables_html
+
+        tables += sweep_tables_html(con)  # ablations: Tables 3, 4 (and other axes), Table 9
+        png = out / "mixture_injection.png"
+        try:
+            if injection_figure(con, png):
+                images["mixture_injection"] = png
+                data = base64.b64encode(png.read_bytes()).decode()
+                tables += ("<h2>Injected domain (Table 9): estimated vs true share</h2>"
+                           f"<img src='data:image/png;base64,{data}' alt='mixture_injection'>")
+            else:
+                skipped.append("mixture_injection: no data")
+        except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+            skipped.append(f"mixture_injection: {str(e).splitlines()[0]}")
         from ingest.explore.links import report_section
 
         tables += report_section(con, home, out)  # links into `lmaudit explore`

@@ -106,3 +106,119 @@ def table5_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
         + "".join(f"<td>{'' if cells.get(m) is None else f'{cells[m]:.1f}'}</td>" for m in models) + "</tr>"
         for style, cells in rows)
     return f"<h2>{html.escape(title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# ---------------------------------------------------------------- ablations (fct_mixture_sweeps): Tables 3, 4, 9
+
+SWEEP_TABLES = {  # axis -> (title, row header): LLMSurgeon's ablation tables, rows = the axis's values
+    "backend": ("Classifier backbone (Table 3)", "classifier"),
+    "reference": ("Reference documents per domain (Table 4)", "samples / domain"),
+    "granularity": ("Domain granularity", "classes"),
+    "temperature": ("Sampling temperature", "temperature"),
+    "generations": ("Number of generations", "generations"),
+}
+
+
+def sweep_table(con, axis: str, estimator: str = TABLE5_ESTIMATOR) -> tuple[list[str], list[tuple[str, dict]]]:
+    """One of the paper's ablation tables: one row per value of `axis` (numbers in order), one column per
+    model, the overlap accuracy in % of one estimator (the mean over the model's studies, usually one)."""
+    rows = con.execute(
+        "select value, value_num, model, avg(overlap_accuracy) from fct_mixture_sweeps "
+        "where axis = ? and estimator = ? group by value, value_num, model", [axis, estimator]).fetchall()
+    models = sorted({short_model(m) for _, _, m, _ in rows})
+    order: dict[str, tuple] = {}
+    out: dict[str, dict[str, float | None]] = {}
+    for value, num, model, oa in rows:
+        order[value] = (num is None, num if num is not None else 0.0, value)
+        out.setdefault(value, {})[short_model(model)] = None if oa is None else 100 * float(oa)
+    return models, [(v, out[v]) for v in sorted(out, key=lambda v: order[v])]
+
+
+def sweep_tables_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
+    """Every ablation axis present in fct_mixture_sweeps as a table (Tables 3 and 4 first), then Table 9."""
+    try:
+        axes = {a for (a,) in con.execute("select distinct axis from fct_mixture_sweeps").fetchall()}
+    except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+        return ("<h2>Ablations (Tables 3, 4, 9)</h2><p><em>not available: "
+                f"{html.escape(str(e).splitlines()[0])}</em></p>")
+    if not axes:
+        return "<h2>Ablations (Tables 3, 4, 9)</h2><p><em>no rows (lmaudit mixture sweep / inject)</em></p>"
+    parts = []
+    for axis, (title, header) in SWEEP_TABLES.items():
+        if axis not in axes:
+            continue
+        models, rows = sweep_table(con, axis, estimator)
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in [header, *models])
+        body = "".join(
+            "<tr><td>" + html.escape(v) + "</td>"
+            + "".join(f"<td>{'' if cells.get(m) is None else f'{cells[m]:.1f}'}</td>" for m in models) + "</tr>"
+            for v, cells in rows)
+        parts.append(f"<h2>{html.escape(title)}: overlap accuracy % of {html.escape(estimator)}</h2>"
+                     f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    if "inject" in axes:
+        parts.append(table9_html(con, estimator))
+    return "".join(parts)
+
+
+def table9(con, estimator: str = TABLE5_ESTIMATOR) -> list[tuple[str, str, float | None, float | None, float | None]]:
+    """LLMSurgeon's Table 9 shape: per injection model (by study, then share), the injected domain, its true
+    and estimated share in % and the estimate's accuracy 100 - |difference|."""
+    rows = con.execute(
+        "select study, model, target_domain, target_truth, target_estimate, target_accuracy, value_num "
+        "from fct_mixture_sweeps where axis = 'inject' and estimator = ? order by study, value_num",
+        [estimator]).fetchall()
+
+    def pct(x):
+        return None if x is None else 100 * float(x)
+
+    return [(short_model(m), d, pct(t), pct(e), pct(a)) for _s, m, d, t, e, a, _v in rows]
+
+
+def table9_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
+    title = f"Injected domain (Table 9): true vs estimated share, {estimator}"
+    try:
+        rows = table9(con, estimator)
+    except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
+        return f"<h2>{html.escape(title)}</h2><p><em>not available: {html.escape(str(e).splitlines()[0])}</em></p>"
+    if not rows:
+        return f"<h2>{html.escape(title)}</h2><p><em>no rows (lmaudit mixture inject)</em></p>"
+
+    def cell(x):
+        return "" if x is None else f"{x:.2f}"
+
+    head = "".join(f"<th>{c}</th>" for c in ("model", "injected domain", "true share (%)", "estimated share (%)",
+                                             "estimation accuracy (%)"))
+    body = "".join(f"<tr><td>{html.escape(m)}</td><td>{html.escape(d or '')}</td><td>{cell(t)}</td>"
+                   f"<td>{cell(e)}</td><td>{cell(a)}</td></tr>" for m, d, t, e, a in rows)
+    return f"<h2>{html.escape(title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def injection_figure(con, path) -> bool:
+    """Table 9 as a figure: the estimated share of the injected domain against its true share (one line per
+    study and estimator, the diagonal for reference); False when there are no inject rows."""
+    rows = con.execute(
+        "select study, target_domain, estimator, target_truth, target_estimate from fct_mixture_sweeps "
+        "where axis = 'inject' and estimator in ('pacc', 'direct', 'emq') and target_estimate is not null "
+        "and target_truth is not null order by study, estimator, target_truth").fetchall()
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    series: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for study, dom, est, t, e in rows:
+        series.setdefault((study, dom, est), []).append((100 * t, 100 * e))
+    top = max(max(x, y) for pts in series.values() for x, y in pts)
+    ax.plot([0, top * 1.05], [0, top * 1.05], color="grey", lw=1, ls="--", label="estimate = truth")
+    for (study, dom, est), pts in series.items():
+        ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=f"{dom} ({study}), {est}")
+    ax.set_xlabel("true share of the injected domain (%)")
+    ax.set_ylabel("estimated share (%)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
