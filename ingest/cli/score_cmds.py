@@ -25,10 +25,21 @@ def score(
                                               "level 6, Min-K% over max(1, int(k n)) tokens) or lmaudit (start "
                                               "token, zlib level 9, ceil(k n)); rows of both are kept apart.")]
     = "authors",
+    methods: Annotated[str | None, typer.Option(help="More Table-2 baselines into text_method_scores, comma-separated: "
+                                                     "dcpdd, recall, gradnorm, jointlogit (authors' convention).")]
+    = None,
+    recall_prefix: Annotated[str | None, typer.Option(help="ReCaLL: a file of non-member text to prepend (default: 12 "
+                                                           "reference documents drawn with seed 0, as the authors' "
+                                                           "script).")] = None,
+    dcpdd_corpus: Annotated[str | None, typer.Option(help="DC-PDD: token frequencies from this registered corpus's "
+                                                          "unigram table (default: the pooled reference documents, "
+                                                          "as the authors' script).")] = None,
 ) -> None:
-    """Record per-token log-probabilities and loss / zlib / Min-K% / Min-K%++ scores; resumable."""
+    """Record per-token log-probabilities and loss / zlib / Min-K% / Min-K%++ scores (and with --methods the
+    other baselines); resumable."""
     from ingest.errors import UserError
     from ingest.executors import get_executor
+    from ingest.score.method_run import method_job, parse_methods, score_methods
     from ingest.score.run import ScoreJob, reference_items, run_items, score_items
 
     if not reference and not run:
@@ -42,6 +53,14 @@ def score(
     lake = state(ctx).lake
     job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)
     job.convention  # an unknown --scoring is one line before the model loads
+    names = parse_methods(methods)
+    if names and scoring != "authors":
+        raise UserError("--methods scores under the authors' convention only; drop --scoring lmaudit")
+    if recall_prefix and "recall" not in names:
+        raise UserError("--recall-prefix is for ReCaLL; add --methods recall")
+    if dcpdd_corpus and "dcpdd" not in names:
+        raise UserError("--dcpdd-corpus is for DC-PDD; add --methods dcpdd")
+    mjob = method_job(lake, model, names, batch_size, device, dtype, recall_prefix, dcpdd_corpus) if names else None
     sources = ([("reference", reference_items(lake))] if reference else []) + \
         [(f"run:{r}", run_items(lake, r)) for r in (run or [])]
     ex = get_executor(executor, workers=workers) if executor != "local" or workers > 1 else None
@@ -49,3 +68,7 @@ def score(
         s = score_items(lake, job, items, source, chunk_size=chunk_size, workers=workers, executor=ex)
         console.print(f"scored {source}: {s.n_items} texts ({s.n_skipped}/{s.n_chunks} chunks already done) "
                       f"in {s.seconds:.0f}s")
+        if mjob is not None:
+            m = score_methods(lake, mjob, items, source, chunk_size=chunk_size, workers=workers, executor=ex)
+            console.print(f"scored {source} with {', '.join(names)}: {m.n_items} texts ({m.n_skipped}/"
+                          f"{m.n_partitions} partitions already done) in {m.seconds:.0f}s")

@@ -88,7 +88,35 @@ def test_both_conventions_are_stored_apart(mini_stack, home, tmp_path) -> None:
 
 
 MODEL = "/w/models/m1"
-SIZES = {"books": 4, "code": 9, "web": 6}  # unequal (the aggregations differ), 19 in all (the median is a score)
+# unequal (the aggregations differ), 31 in all (the median is a score); wiki has >= 10 (DUCI's calibration)
+SIZES = {"books": 4, "code": 9, "web": 6, "wiki": 12}
+METHOD_ROWS = ("dcpdd", "recall", "gradnorm", "jointlogit")  # text_method_scores, member_score given
+
+
+def _numpy_duci(scores: dict[str, float], domain: dict[str, str]) -> dict[str, float]:
+    """DUCI as run_duci_categories.py computes it (calibration 0.3, Youden-optimal threshold by sklearn's
+    roc_curve on the sorted calibration half split), the calibration draw being the first by md5 of the id."""
+    import hashlib
+
+    from sklearn.metrics import roc_curve
+
+    props = {}
+    for dom in SIZES:
+        docs = sorted((d for d in scores if domain[d] == dom), key=lambda x: (hashlib.md5(x.encode()).hexdigest(), x))
+        vals = np.array([scores[d] for d in docs])
+        if len(vals) < 10:
+            thr, tpr, fpr = np.median(vals), 0.5, 0.5
+        else:
+            n_cal = max(10, int(len(vals) * 0.3))
+            cal = np.sort(vals[:n_cal])
+            half = len(cal) // 2
+            f, t, th = roc_curve(np.r_[np.zeros(half), np.ones(len(cal) - half)], cal)
+            b = int(np.argmax(t - f))
+            thr, tpr, fpr = th[b], t[b], f[b]
+            tpr = max(tpr, fpr + 0.01) if tpr <= fpr else tpr
+        m = (vals > thr).astype(float)
+        props[dom] = m.mean() if abs(tpr - fpr) < 1e-6 else np.clip((m - fpr) / (tpr - fpr), 0, 1).mean()
+    return {d: p / sum(props.values()) for d, p in props.items()}
 
 
 def _numpy_estimates(scores: dict[str, float], domain: dict[str, str], ge: bool, balanced: bool):
@@ -127,6 +155,13 @@ def test_aggregation_against_numpy(home, tmp_path, aggregation) -> None:
         "minkpp": None, "ref_model": None, "ref_loss": None, "token_logprobs": [],
         "params": json.dumps({"scoring": "authors"}),
     } for r in ref_rows])
+    method_scores = {m: {k: round(float(rng.normal(-v if i % 2 else v, 0.5)), 1) for k, v in loss.items()}
+                     for i, m in enumerate(METHOD_ROWS)}
+    lake.write("text_method_scores", "hand", [{
+        "method_score_id": make_key(MODEL, r["ref_doc_id"], m), "model": MODEL, "item_id": r["ref_doc_id"],
+        "item_kind": "reference", "text_hash": text_hash(r["text"]), "method": m, "scoring": "authors",
+        "n_tokens": 10, "raw_score": None, "member_score": method_scores[m][r["ref_doc_id"]], "params": "{}",
+    } for r in ref_rows for m in METHOD_ROWS])
     run_cli("build", "-s", "+fct_mixture_mia_estimates", "--vars",
             json.dumps({"mixture_mia_aggregation": aggregation}), home=home, check=True)
     domain = {r["ref_doc_id"]: r["domain"] for r in ref_rows}
@@ -135,13 +170,17 @@ def test_aggregation_against_numpy(home, tmp_path, aggregation) -> None:
         "mia_loss": _numpy_estimates({k: -v for k, v in loss.items()}, domain, not balanced, balanced),
         "mia_zlib": _numpy_estimates({k: -v / 40 for k, v in loss.items()}, domain, not balanced, balanced),
         "mia_mink": _numpy_estimates(mink, domain, False, balanced),
+        # DC-PDD and ReCaLL: their scripts' >= (a member when DC-PDD's own score <= the median); GradNorm and
+        # Joint-Logit: no script, the loss script's >=
+        **{f"mia_{m}": _numpy_estimates(method_scores[m], domain, not balanced, balanced) for m in METHOD_ROWS},
+        "mia_duci": _numpy_duci({k: -v for k, v in loss.items()}, domain),  # on the loss scores, any aggregation
     }
     with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
         got = con.execute("select estimator, domain, estimate, aggregation, scoring "
                           "from fct_mixture_mia_estimates").fetchall()
     assert {e for e, *_ in got} == set(expected)
     for est, dom, val, agg, scoring in got:
-        assert (agg, scoring) == (aggregation, "authors")
+        assert (agg, scoring) == ("duci" if est == "mia_duci" else aggregation, "authors")
         assert val == pytest.approx(expected[est][dom], abs=1e-4), (est, dom)
     if not balanced:  # the rule matters here: with >= the loss estimate differs from a strict >
         strict = _numpy_estimates({k: -v for k, v in loss.items()}, domain, False, False)

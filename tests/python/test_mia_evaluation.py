@@ -54,6 +54,11 @@ def test_mia_estimates_are_evaluated_beside_the_others(home, tmp_path) -> None:
         share = {d: np.mean([score[k] > thr for k in score if by_domain[k] == d]) for d in DOMAINS}
         total = sum(share.values())
         expected[est] = {d: share[d] / total for d in DOMAINS}
+    # DUCI (the authors' run_duci_categories.py on the loss): under 10 documents a domain is thresholded at
+    # its own median and its share above it is not debiased (TPR = FPR); shares normalised
+    duci = {d: np.mean([-losses[k] > np.median([-losses[j] for j in losses if by_domain[j] == d])
+                        for k in losses if by_domain[k] == d]) for d in DOMAINS}
+    expected["mia_duci"] = {d: duci[d] / sum(duci.values()) for d in DOMAINS}
 
     with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
         got = con.execute("select estimator, domain, estimate, run_id, classifier_id, n_reference "

@@ -2,12 +2,21 @@
 -- document), oriented so that HIGHER means "looks more like training data": -loss, -zlib, Min-K%, Min-K%++
 -- and -(loss / reference-model loss). A score counts only while the document has the text it was computed
 -- from (text_hash = md5 of the current text). `scoring` is the convention the text was scored under
--- (authors or lmaudit, from `params`; rows written before conventions existed are lmaudit's).
+-- (authors or lmaudit, from `params`; rows written before conventions existed are lmaudit's). The other
+-- Table-2 baselines (DC-PDD, ReCaLL, GradNorm, Joint-Logit) come from text_method_scores, already oriented
+-- (member_score), as mia_<method>.
 with
 
 scores as (
 
     select * from {{ ref('stg_text_scores') }}
+    where item_kind = 'reference'
+
+),
+
+method_scores as (
+
+    select * from {{ ref('stg_text_method_scores') }}
     where item_kind = 'reference'
 
 ),
@@ -56,6 +65,24 @@ methods as (
 
 ),
 
+current_method_scores as (
+
+    select
+        method_scores.model,
+        method_scores.scoring,
+        'mia_' || method_scores.method as estimator,
+        method_scores.item_id as ref_doc_id,
+        reference_docs.domain,
+        method_scores.member_score
+    from method_scores
+    inner join reference_docs
+        on
+            method_scores.item_id = reference_docs.ref_doc_id
+            and method_scores.text_hash = md5(reference_docs.text)
+    where method_scores.member_score is not null
+
+),
+
 final as (
 
     select
@@ -67,6 +94,15 @@ final as (
         methods.m.member_score
     from methods
     where methods.m.member_score is not null
+    union all
+    select
+        model,
+        scoring,
+        estimator,
+        ref_doc_id,
+        domain,
+        member_score
+    from current_method_scores
 
 )
 

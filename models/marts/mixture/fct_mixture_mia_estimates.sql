@@ -6,7 +6,18 @@
 -- threshold (loss, zlib, ref; their zlib script) or > it (Min-K%, Min-K%++; their scripts), and each domain's
 -- member count divided by all members; balanced (lmaudit's earlier choice): the same number of documents
 -- from every domain (the smallest domain's count, the first by md5 of their ids), strict >, the same
--- normalisation (with equal counts per domain, each domain's share above the median normalised).
+-- normalisation (with equal counts per domain, each domain's share above the median normalised). DC-PDD,
+-- ReCaLL, GradNorm and Joint-Logit use the `>=` rule (their scripts' `score <= median` on DC-PDD's own sign
+-- and `>=` for ReCaLL; GradNorm and Joint-Logit have no script and follow the loss script).
+-- mia_duci: DUCI as the authors' run_duci_categories.py ran it (exp_scripts/duci_*.sh: --mia_method loss,
+-- --calibration_split 0.3, --threshold_method optimal), on the mia_loss scores, each domain on its own: a
+-- calibration set of max(10, floor(0.3 n)) of its documents (the first by md5 of their ids, where the script
+-- draws them with numpy's permutation), its lower half (sorted by score) pseudo non-members and the rest
+-- pseudo members, the threshold maximising TPR - FPR over the calibration scores (>=; sklearn's roc_curve:
+-- the highest such threshold, none when the maximum is 0), TPR raised to FPR + 0.01 when not above it, then
+-- the domain's debiased proportion mean(clip((m_i - FPR) / (TPR - FPR), 0, 1)) with m_i = score > threshold;
+-- a domain of fewer than 10 documents: threshold its median, TPR = FPR, so the raw share above it. The
+-- estimate is a domain's debiased proportion over their sum (aggregation = duci).
 with
 
 scores as (
@@ -107,7 +118,7 @@ members as (
         sample.*,
         thresholds.threshold,
         case
-            when sample.aggregation = 'authors' and sample.estimator in ('mia_loss', 'mia_zlib', 'mia_ref')
+            when sample.aggregation = 'authors' and sample.estimator not in ('mia_mink', 'mia_minkpp')
                 then sample.member_score >= thresholds.threshold
             else sample.member_score > thresholds.threshold
         end as is_member
@@ -152,6 +163,143 @@ normalised as (
 
 ),
 
+duci_scores as (
+
+    select
+        model,
+        scoring,
+        ref_doc_id,
+        domain,
+        member_score,
+        count(*) over (partition by model, domain) as n_valid,
+        row_number() over (partition by model, domain order by md5(ref_doc_id), ref_doc_id) as draw
+    from chosen
+    where estimator = 'mia_loss'
+
+),
+
+duci_calibration as (
+
+    select
+        model,
+        domain,
+        member_score,
+        row_number() over (partition by model, domain order by member_score) as score_rank,
+        count(*) over (partition by model, domain) as n_calib
+    from duci_scores
+    where n_valid >= 10 and draw <= greatest(10, floor(n_valid * 0.3))
+
+),
+
+duci_labelled as (
+
+    select
+        *,
+        score_rank > n_calib // 2 as pseudo_member
+    from duci_calibration
+
+),
+
+duci_roc as (
+
+    select
+        candidates.model,
+        candidates.domain,
+        candidates.threshold,
+        count(*) filter (where duci_labelled.pseudo_member and duci_labelled.member_score >= candidates.threshold)
+        / count(*) filter (where duci_labelled.pseudo_member) as tpr,
+        count(*) filter (where not duci_labelled.pseudo_member and duci_labelled.member_score >= candidates.threshold)
+        / count(*) filter (where not duci_labelled.pseudo_member) as fpr
+    from (select distinct model, domain, member_score as threshold from duci_labelled) as candidates
+    inner join duci_labelled
+        on
+            candidates.model = duci_labelled.model
+            and candidates.domain = duci_labelled.domain
+    group by candidates.model, candidates.domain, candidates.threshold
+
+),
+
+duci_best as (
+
+    select
+        model,
+        domain,
+        case when tpr - fpr > 0 then threshold end as threshold,
+        case when tpr - fpr > 0 then tpr else 0.0 end as tpr,
+        case when tpr - fpr > 0 then fpr else 0.0 end as fpr
+    from duci_roc
+    qualify row_number() over (partition by model, domain order by tpr - fpr desc, threshold desc) = 1
+
+),
+
+duci_small as (
+
+    select
+        model,
+        domain,
+        quantile_cont(member_score, 0.5) as threshold
+    from duci_scores
+    where n_valid < 10
+    group by model, domain
+
+),
+
+duci_rates as (
+
+    select
+        duci_scores.model,
+        duci_scores.domain,
+        duci_scores.member_score,
+        duci_scores.n_valid,
+        duci_scores.scoring,
+        coalesce(duci_small.threshold, duci_best.threshold) as threshold,
+        case when duci_small.model is not null then 0.5 else greatest(duci_best.tpr, duci_best.fpr + 0.01) end as tpr,
+        case when duci_small.model is not null then 0.5 else duci_best.fpr end as fpr,
+        coalesce(duci_scores.member_score > coalesce(duci_small.threshold, duci_best.threshold), false) as is_member
+    from duci_scores
+    left join duci_small
+        on
+            duci_scores.model = duci_small.model
+            and duci_scores.domain = duci_small.domain
+    left join duci_best
+        on
+            duci_scores.model = duci_best.model
+            and duci_scores.domain = duci_best.domain
+
+),
+
+duci_per_domain as (
+
+    select
+        model,
+        domain,
+        any_value(scoring) as scoring,
+        any_value(threshold) as threshold,
+        count(*) as n_valid,
+        case
+            when abs(any_value(tpr) - any_value(fpr)) < 1e-6 then avg(is_member::int)
+            else avg(least(greatest((is_member::int - fpr) / (tpr - fpr), 0.0), 1.0))
+        end as debiased
+    from duci_rates
+    group by model, domain
+
+),
+
+duci_normalised as (
+
+    select
+        *,
+        count(*) over (partition by model) as n_domains,
+        sum(n_valid) over (partition by model) as n_total,
+        debiased / nullif(sum(debiased) over (partition by model), 0) as share,
+        case
+            when count(*) over (partition by model) < 2 then 'reference documents of one domain only'
+            when sum(debiased) over (partition by model) = 0 then 'no domain has a positive debiased proportion'
+        end as null_reason
+    from duci_per_domain
+
+),
+
 final as (
 
     select
@@ -169,6 +317,22 @@ final as (
         aggregation,
         null_reason
     from normalised
+    union all
+    select
+        model,
+        {{ model_name('model') }} as model_name,
+        'mia_duci' as estimator,
+        domain,
+        case when null_reason is null then share end as estimate,
+        debiased as share_above,
+        threshold,
+        n_valid as n_per_domain,
+        n_domains,
+        n_total,
+        scoring,
+        'duci' as aggregation,
+        null_reason
+    from duci_normalised
 
 )
 

@@ -1,0 +1,188 @@
+"""The Table-2 baselines of `lmaudit score --methods` (DC-PDD, ReCaLL, GradNorm, Joint-Logit), checked per
+text against independent computations on the sandbox-sized GPT-2 of `mini_stack`:
+
+- one unbatched float64 forward pass per text in numpy (log-softmax by hand), written from the authors'
+  scripts' rules (run_dcpdd_threshold.py, run_recall_threshold.py) and the papers, not from ingest/score:
+  DC-PDD's frequencies counted here from the reference texts, ReCaLL's prefix drawn here by the stated rule;
+- GradNorm's gradients from torch.autograd.grad on a float64 copy of the model with the loss written by hand;
+- plus resuming, a changed ReCaLL prefix replacing only ReCaLL's rows, frequencies from a registered
+  corpus's unigram table, and bad input as one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import numpy as np
+import pytest
+
+from ingest.lake import Lake
+from ingest.references import import_references
+
+from conftest import run_cli
+
+METHODS = "dcpdd,recall,gradnorm,jointlogit"
+
+
+@pytest.fixture(scope="module")
+def scored(mini_stack, tmp_path_factory):
+    """Six short reference documents (one of a single token: no scores) scored with every method."""
+    home = tmp_path_factory.mktemp("mia_baselines") / "warehouse"
+    lake = Lake(home)
+    lake.init()
+    docs = [{"text": d["text"][:120], "domain": d["domain"], "id": d["id"]} for d in mini_stack["docs"][:4]]
+    docs += [{"text": "The cat sat on the mat. " * 2, "domain": "prose", "id": "cat"},
+             {"text": "x", "domain": "prose", "id": "x"}]
+    refs = home.parent / "refs.jsonl"
+    refs.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    import_references(lake, refs, folds=2, seed=0)
+    base = ["score", "--model", str(mini_stack["model"]), "--reference", "--chunk-size", "4"]
+    first = _score(lake, mini_stack["model"], METHODS)  # in-process: a CLI run costs seconds of imports
+    return {"home": home, "lake": lake, "base": base, "first": first,
+            "refs": {r["ref_doc_id"]: r["text"] for r in lake.read("reference_docs").to_pylist()}}
+
+
+def _score(lake, model, methods, prefix_file=None):
+    from ingest.score.method_run import method_job, parse_methods, score_methods
+    from ingest.score.run import reference_items
+
+    job = method_job(lake, str(model), parse_methods(methods), recall_prefix_file=prefix_file)
+    return score_methods(lake, job, reference_items(lake), "reference", chunk_size=4)
+
+
+def _model(model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(0)
+    return AutoTokenizer.from_pretrained(model_dir), AutoModelForCausalLM.from_pretrained(model_dir).eval()
+
+
+def _logp(model, ids):
+    """float64 log-softmax of the next-token logits at every position but the last."""
+    import torch
+
+    with torch.inference_mode():
+        z = model(input_ids=torch.tensor([ids])).logits[0, :-1].double().numpy()
+    m = z.max(-1, keepdims=True)
+    return z - (np.log(np.exp(z - m).sum(-1, keepdims=True)) + m)
+
+
+def _oracle(tok, model, texts: dict[str, str]):
+    """{(method, ref_doc_id): raw score or None} computed from the scripts' and papers' rules."""
+    import torch
+
+    limit = min(512, model.config.n_positions)
+    # DC-PDD frequencies: every reference text, first 512 tokens, add-one over len(tokenizer)
+    counts = np.zeros(len(tok))
+    for t in texts.values():
+        for i in tok.encode(t)[:512]:
+            counts[i] += 1
+    freq = (counts + 1) / (counts.sum() + len(tok))
+    # ReCaLL prefix: 12 draws (with replacement: fewer than 12 texts) with random.Random(0) from the texts
+    # sorted by id, joined by a blank line
+    pool = [texts[k] for k in sorted(texts)]
+    rng = random.Random(0)
+    prefix = "\n\n".join(pool[rng.randrange(len(pool))] for _ in range(12))
+    m64 = copy.deepcopy(model).double()
+    out = {}
+    for doc, text in texts.items():
+        ids = tok.encode(text)[:limit]
+        if len(ids) < 2:
+            for m in ("dcpdd", "recall", "gradnorm", "jointlogit"):
+                out[m, doc] = None
+            continue
+        lp = _logp(model, ids)[np.arange(len(ids) - 1), ids[1:]]
+        firsts = sorted({t: i for i, t in reversed(list(enumerate(ids[1:])))}.values())
+        ce = [min(np.exp(lp[i]) * np.log(1 / freq[ids[1 + i]]), 0.01) for i in firsts]
+        out["dcpdd", doc] = -np.mean(ce)
+        pre = tok.encode(prefix)[:limit - len(ids)]
+        seq = pre + ids
+        lpc = _logp(model, seq)
+        cond = [lpc[j - 1, seq[j]] for j in range(max(len(pre), 1), len(seq))]
+        out["recall", doc] = np.mean(cond) / np.mean(lp)
+        s = lp.sum()
+        out["jointlogit", doc] = s - np.log(1 - np.exp(s))
+        x = torch.tensor([ids])
+        logits = m64(input_ids=x).logits[0, :-1]
+        nll = -(logits - torch.logsumexp(logits, -1, keepdim=True))[torch.arange(len(ids) - 1), x[0, 1:]].mean()
+        params = list(m64.parameters())
+        grads = torch.autograd.grad(nll, params)
+        out["gradnorm", doc] = float(np.mean([float(g.norm(2)) for g in grads]))
+    return out
+
+
+def test_each_method_matches_an_independent_computation(scored, mini_stack) -> None:
+    tok, model = _model(mini_stack["model"])
+    want = _oracle(tok, model, scored["refs"])
+    rows = scored["lake"].read("text_method_scores").to_pylist()
+    assert len(rows) == 4 * 6 and len({r["method_score_id"] for r in rows}) == 24
+    recall_used_prefix = False
+    for r in rows:
+        w = want[r["method"], r["item_id"]]
+        if w is None:
+            assert r["raw_score"] is None and r["member_score"] is None, r
+            continue
+        assert r["raw_score"] == pytest.approx(w, abs=1e-4), (r["method"], r["item_id"])
+        sign = -1 if r["method"] in ("dcpdd", "gradnorm") else 1  # member_score: higher = more like training
+        assert r["member_score"] == pytest.approx(sign * w, abs=1e-4)
+        assert r["scoring"] == "authors" and json.loads(r["params"])["max_tokens"] == 512
+        recall_used_prefix |= r["method"] == "recall" and abs(r["raw_score"] - 1) > 1e-3
+    assert recall_used_prefix  # short texts leave the prefix room: the ratio is not trivially 1
+
+
+def test_resuming_and_a_new_recall_prefix(scored, mini_stack, tmp_path) -> None:
+    again = _score(scored["lake"], mini_stack["model"], METHODS)
+    assert (again.n_partitions, again.n_skipped) == (8, 8)
+    before = {(r["method"], r["item_id"]): r for r in scored["lake"].read("text_method_scores").to_pylist()}
+    prefix = tmp_path / "nonmembers.txt"
+    prefix.write_text("Completely unrelated words about ships and weather. " * 3)
+    _score(scored["lake"], mini_stack["model"], "recall", str(prefix))
+    after = {(r["method"], r["item_id"]): r for r in scored["lake"].read("text_method_scores").to_pylist()}
+    assert after.keys() == before.keys()  # the old prefix's rows were replaced, not kept beside the new
+    changed = [k for k in after if after[k]["raw_score"] != before[k]["raw_score"]]
+    assert changed and {m for m, _ in changed} == {"recall"}
+    assert all(json.loads(after[k]["params"])["prefix_source"] == "file:nonmembers.txt" for k in changed)
+
+
+@pytest.mark.slow  # one CLI run end to end (imports torch in a subprocess)
+def test_dcpdd_frequencies_from_a_registered_corpus(mini_stack, tmp_path) -> None:
+    from ingest.corpora import register_corpus
+
+    home = tmp_path / "warehouse"
+    lake = Lake(home)
+    lake.init()
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text("".join(json.dumps({"text": mini_stack["docs"][i]["text"][:120], "domain": "code", "id": f"d{i}"})
+                            + "\n" for i in range(2)))
+    import_references(lake, refs, folds=2, seed=0)
+    register_corpus(lake, "mini", [mini_stack["index"]])
+    run_cli("score", "--model", str(mini_stack["model"]), "--reference", "--methods", "dcpdd",
+            "--dcpdd-corpus", "mini", home=home, check=True)
+    text = mini_stack["docs"][0]["text"][:120]
+    doc = next(r["ref_doc_id"] for r in lake.read("reference_docs").to_pylist() if r["text"] == text)
+    row = next(r for r in lake.read("text_method_scores").to_pylist() if r["item_id"] == doc)
+    tok, model = _model(mini_stack["model"])
+    freq = np.exp(np.load(mini_stack["index"] / "lmaudit-logprob.npy"))  # the index's unigram table
+    ids = tok.encode(text)
+    lp = _logp(model, ids)[np.arange(len(ids) - 1), ids[1:]]
+    firsts = sorted({t: i for i, t in reversed(list(enumerate(ids[1:])))}.values())
+    want = -np.mean([min(np.exp(lp[i]) * -np.log(freq[ids[1 + i]]), 0.01) for i in firsts])
+    assert row["raw_score"] == pytest.approx(want, abs=1e-4)
+    assert json.loads(row["params"])["freq_source"] == "corpus:mini"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--methods", "dcpdd,bogus"], "unknown MIA method 'bogus'"),
+    (["--recall-prefix", "p.txt"], "--recall-prefix is for ReCaLL"),
+    (["--methods", "dcpdd", "--dcpdd-corpus", "nope"], "corpus 'nope' is not registered"),
+    (["--methods", "recall", "--recall-prefix", "/nonexistent/p.txt"], "cannot read --recall-prefix"),
+    (["--methods", "gradnorm", "--scoring", "lmaudit"], "authors' convention only"),
+])
+def test_bad_input_is_one_line(scored, args, message) -> None:
+    n = len(scored["lake"].read("text_method_scores"))
+    r = run_cli(*scored["base"], *args, home=scored["home"])
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert len(scored["lake"].read("text_method_scores")) == n
