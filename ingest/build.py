@@ -145,10 +145,17 @@ CI_ONLY = ("test_type:unit", "tag:full_scan")
 def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), full_refresh: bool = False,
           vars_: str | None = None, progress: bool = True, full_tests: bool = False) -> BuildResult:
     """`dbt build` over the warehouse: models and data tests (and seeds where present); `full_tests` adds
-    the unit tests and the full-scan key tests (`CI_ONLY`)."""
+    the unit tests and the full-scan key tests (`CI_ONLY`).
+
+    The build reads one state of the lake: it holds the lake's snapshot lock (`Lake.snapshot`) from the
+    partition check to dbt's end, so an import that commits meanwhile waits for it (before, a run's
+    generations could be read before its import and its runs row after, and data tests failed)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from ingest.build_vars import check_vars
+
+    check_vars(vars_)  # before anything runs: a bad value failed only when its model ran, an unknown name never
     args = ["build"]
     if select:
         # a selector that matches nothing is a typo, not "nothing to do": dbt stops before running anything
@@ -188,9 +195,15 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
             bar.update(task, advance=1, description=node)
 
     start = time.perf_counter()
-    check_lake(home)
-    with build_lock(home), bar:
-        res = run_dbt(home, args, on_event)
+    lake = Lake(home)
+    with build_lock(home):
+        lake.init()  # a crashed writer's journal is applied before the snapshot is taken
+        with lake.snapshot(), bar:
+            check_lake(home)
+            try:
+                res = run_dbt(home, args, on_event)
+            finally:
+                drop_leftover_tmp_tables(home)
     result.seconds = time.perf_counter() - start
     if res.exception is not None:
         exc = res.exception
@@ -205,6 +218,40 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
         raise UserError(f"dbt could not run: {str(exc).splitlines()[0]}; {fix}")
     result.success = bool(res.success)
     return result
+
+
+# dbt-duckdb's temporary relation of an incremental model: `<model>__dbt_tmp<timestamp>`
+_DBT_TMP = r"__dbt_tmp[0-9]*$"
+
+
+def drop_leftover_tmp_tables(home: Path) -> list[str]:
+    """Drop the `<model>__dbt_tmp*` tables dbt-duckdb leaves in the database. An incremental *Python* model
+    (the PropMe bootstraps) writes its new rows to a "temporary" relation, but dbt-duckdb's Python writer
+    creates it as a plain table (`py_write_table` ignores `temporary`) and the materialization drops only
+    relations it did not think temporary: four tables per build stayed, without limit. Best effort (a
+    database another process holds is left for the next build); returns the names dropped."""
+    import duckdb
+
+    from ingest.home import db_path
+
+    path = db_path(home)
+    if not path.exists():
+        return []
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error:
+        return []
+    try:
+        names = [r[0] for r in con.execute(
+            "select table_name from duckdb_tables() where database_name = current_database() and "
+            "schema_name = 'main' and not temporary and regexp_matches(table_name, ?)", [_DBT_TMP]).fetchall()]
+        for name in names:
+            con.execute(f'drop table if exists main."{name.replace(chr(34), chr(34) * 2)}"')
+        return names
+    except duckdb.Error:
+        return []
+    finally:
+        con.close()
 
 
 # dbt's message when --warn-error-options turns NoNodesForSelectionCriteria into an error

@@ -58,7 +58,7 @@ def export(home: Path, fmt: str = "parquet", models: list[str] | None = None, ou
             target = out / f"{m}.{fmt}"
             tmp = out / f".{m}.{uuid.uuid4().hex}.{fmt}.tmp"
             opts = "(format parquet, compression zstd)" if fmt == "parquet" else "(format csv, header true)"
-            con.execute(f"copy (select * from {_ident(m)}) to '{tmp}' {opts}")
+            con.execute(f"copy (select * from {_ident(m)}) to {sql_string(tmp)} {opts}")
             os.replace(tmp, target)
             files.append(target)
         published = None
@@ -72,6 +72,11 @@ def export(home: Path, fmt: str = "parquet", models: list[str] | None = None, ou
     finally:
         con.close()
     return ExportResult(files, published)
+
+
+def sql_string(path: Path | str) -> str:
+    """A path as a SQL string literal (a quote in a folder name ended the literal early)."""
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _exists(con, name: str) -> bool:

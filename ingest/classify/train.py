@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import shutil
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,6 +86,16 @@ def classifier_id_for(name: str) -> str:
 
 
 def classifier_dir(home: Path, name: str) -> Path:
+    """The classifier's folder, as its last `classify train` meant it: a train killed between its lake commit
+    and its folder swap is finished here (`settle_classifier_files`), so the next load finds the model the
+    lake registers."""
+    path = _folder(home, name)
+    if path.parent.is_dir() and any(p.name.startswith(f".{path.name}.") for p in path.parent.iterdir()):
+        settle_classifier_files(Lake(home))
+    return path
+
+
+def _folder(home: Path, name: str) -> Path:
     from ingest.names import check_name, inside
 
     base = Path(home) / CLASSIFIERS_DIR
@@ -248,7 +261,7 @@ def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] |
     if calibration not in CALIBRATIONS:
         raise UserError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
     name = name or backend
-    classifier_dir(home, name)  # a valid name that stays inside <warehouse>/classifiers, before any work
+    _folder(home, name)  # a valid name that stays inside <warehouse>/classifiers, before any work
     domains, refs, dropped = select_references(lake, domains)
     k = len(domains)
     labels, folds, texts = refs["label"], refs["fold"], refs["text"]
@@ -278,56 +291,133 @@ def train_classifier(lake: Lake, *, backend: str = "tfidf", domains: list[str] |
     support = {d: int(np.sum(labels == i)) for i, d in enumerate(domains)}
 
     cid = classifier_id_for(name)
-    path = classifier_dir(home, name)
+    path = _folder(home, name)
     all_params = {
         "backend_params": proto.get_params(), "seed": seed, "folds": len(fold_ids), "fold_ids": fold_ids,
         "calibration_fold": calibration_fold, "calibration": report, "oof_accuracy": oof_acc, "support": support,
         "n_reference": int(len(texts)), "dropped_duplicates": dropped, "code_version": __version__,
         "path": str(path),
     }
-    # save the final model atomically (a crash leaves the old one or none, never half of one)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
-    tmp.mkdir()
-    try:
-        final.save(tmp)
-        meta = {"classifier_id": cid, "name": name, "backend": backend, "domains": domains,
-                "calibration": _calibrator_json(chosen), "params": all_params}
-        (tmp / META_FILE).write_text(json.dumps(_clean(meta), indent=1, sort_keys=True))
-        old = None
-        if path.exists():
-            old = path.parent / f".{path.name}.{uuid.uuid4().hex}.old"
-            path.rename(old)
-        tmp.rename(path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    # lake, as one transaction (the old scores, the new posteriors and the classifiers row are visible together):
-    # old generation scores of this classifier go (they came from the replaced model)
+    # The model's files and the lake rows change together: the files are staged in a hidden folder named by
+    # a fresh `files_id`, the lake transaction (whose classifiers row records that files_id) is the commit
+    # point, and the staged folder then replaces the old one. A kill before the commit leaves the old
+    # classifier whole (the staged folder is removed by the next train or load); a kill after it leaves a
+    # staged folder that the lake names, and `settle_classifier_files` (next train, next load) installs it.
+    files_id = uuid.uuid4().hex
+    all_params["files_id"] = files_id
     replaced = partition_name("clf", name) in lake.partitions("classifiers")
     rows = [{"output_id": make_key(cid, rid), "classifier_id": cid, "item_id": rid, "item_kind": "reference",
              "fold": int(f), "probs": p.tolist()} for rid, f, p in zip(refs["ref_doc_id"], folds, probs)]
     fitted_on = (f"reference_docs: {len(texts)} documents of {k} domains, {len(fold_ids)}-fold cross-fitted; "
                  f"{calibration} calibration on fold {calibration_fold} ({int(cal_mask.sum())} documents)")
-    with lake.transaction():
-        for part in lake.partitions("classifier_outputs"):
-            if part.startswith(f"gen--{cid}"):
-                lake.delete("classifier_outputs", part)
-        lake.write("classifier_outputs", partition_name("ref", cid), rows)
-        lake.write("classifiers", partition_name("clf", name), [{
-            "classifier_id": cid, "name": name, "backend": backend,
-            "params": json.dumps(_clean(all_params), sort_keys=True),
-            "domains": domains, "temperature": float(temperature), "fitted_on": fitted_on,
-            "created_at": datetime.now(timezone.utc)}])
+    base = path.parent
+    with _classifiers_lock(base):
+        _settle(lake, base)
+        staged = base / f".{path.name}.{files_id}.new"
+        staged.mkdir()
+        try:
+            final.save(staged)
+            meta = {"classifier_id": cid, "name": name, "backend": backend, "domains": domains,
+                    "calibration": _calibrator_json(chosen), "params": all_params}
+            (staged / META_FILE).write_text(json.dumps(_clean(meta), indent=1, sort_keys=True))
+            # lake, as one transaction (the old scores, the new posteriors and the classifiers row are visible
+            # together): old generation scores of this classifier go (they came from the replaced model)
+            with lake.transaction():
+                for part in lake.partitions("classifier_outputs"):
+                    if part.startswith(f"gen--{cid}"):
+                        lake.delete("classifier_outputs", part)
+                lake.write("classifier_outputs", partition_name("ref", cid), rows)
+                lake.write("classifiers", partition_name("clf", name), [{
+                    "classifier_id": cid, "name": name, "backend": backend,
+                    "params": json.dumps(_clean(all_params), sort_keys=True),
+                    "domains": domains, "temperature": float(temperature), "fitted_on": fitted_on,
+                    "created_at": datetime.now(timezone.utc)}])
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+        _install(staged, path)
     nll_h = report["nll"]["heldout_folds"]
     return TrainSummary(classifier_id=cid, name=name, backend=backend, domains=tuple(domains), n_docs=len(texts),
                         folds=len(fold_ids), temperature=float(temperature), oof_accuracy=oof_acc,
                         nll_heldout_uncalibrated=nll_h["uncalibrated"],
                         nll_heldout_calibrated=nll_h.get(calibration, nll_h["uncalibrated"]), path=path,
                         replaced=replaced, dropped_duplicates=dropped, warning=fallback)
+
+
+# a hidden folder of the classifiers folder: `.<folder>.<files_id>.new` (staged), `.old` (being replaced),
+# `.tmp` (staged by versions before files_id)
+_HIDDEN = re.compile(r"^\.(?P<folder>.+)\.(?P<files_id>[0-9a-f]{32})\.(?P<kind>new|old|tmp)$")
+
+
+@contextmanager
+def _classifiers_lock(base: Path):
+    """One writer of `<warehouse>/classifiers` at a time (an flock on the folder itself, so no lock file)."""
+    import fcntl
+
+    base.mkdir(parents=True, exist_ok=True)
+    fd = os.open(base, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _files_id(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / META_FILE).read_text()).get("params", {}).get("files_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _install(staged: Path, path: Path) -> None:
+    """Put the staged folder in the classifier's place (the old one moved aside first, then removed)."""
+    old = None
+    if path.exists():
+        old = path.parent / f".{path.name}.{uuid.uuid4().hex}.old"
+        path.rename(old)
+    staged.rename(path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _settle(lake: Lake, base: Path) -> list[str]:
+    """Finish or undo what a killed `classify train` left (the caller holds `_classifiers_lock`): a staged
+    folder that the lake's classifiers row names replaces the installed one; every other hidden folder goes."""
+    if not base.is_dir():
+        return []
+    wanted = {}
+    for row in lake.read("classifiers").to_pylist():
+        try:
+            fid = json.loads(row["params"] or "{}").get("files_id")
+        except (ValueError, AttributeError):
+            fid = None
+        if fid:
+            wanted[_folder(lake.home, row["name"]).name] = fid
+    done = []
+    for p in sorted(base.iterdir()):
+        m = _HIDDEN.match(p.name)
+        if m is None or not p.is_dir():
+            continue
+        folder, fid = m.group("folder"), m.group("files_id")
+        if m.group("kind") == "new" and wanted.get(folder) == fid and _files_id(base / folder) != fid:
+            _install(p, base / folder)
+            done.append(f"installed {folder}")
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed {p.name}")
+    return done
+
+
+def settle_classifier_files(lake: Lake) -> list[str]:
+    """Repair `<warehouse>/classifiers` after a killed `classify train` (see `train_classifier`): run by the next
+    train and by `load_classifier`, so a kill between the lake commit and the folder swap never leaves a
+    classifier unusable. Returns what it did (empty when nothing was left)."""
+    base = Path(lake.home) / CLASSIFIERS_DIR
+    if not base.is_dir() or not any(_HIDDEN.match(p.name) for p in base.iterdir()):
+        return []
+    with _classifiers_lock(base):
+        return _settle(lake, base)
 
 
 def _clean(x: Any) -> Any:

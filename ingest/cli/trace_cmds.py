@@ -21,13 +21,17 @@ def load_generations(lake, run: str | None, file: Path | None) -> tuple[list[tup
         from ingest.lake.runs import run_texts
 
         return run_texts(lake, run), f"run:{run}"
-    rows = []
+    rows, first_row = [], {}
     for i, rec in iter_records(file):
         gid, text = rec.get("generation_id"), rec.get("text")
         if gid is None or not isinstance(gid, (str, int)) or isinstance(gid, bool):
             raise UserError(f"{file}, row {i}: needs a string 'generation_id'")
         if not isinstance(text, str):
             raise UserError(f"{file}, row {i}: 'text' must be a string")
+        if str(gid) in first_row:  # checked before the trace_runs row is written (it used to be written first)
+            raise UserError(f"{file}, row {i}: generation_id {str(gid)!r} appears again (first in row "
+                            f"{first_row[str(gid)]}); every generation needs its own id")
+        first_row[str(gid)] = i
         rows.append((str(gid), text))
     if not rows:
         raise UserError(f"{file}: no generations found; the file is empty")

@@ -56,16 +56,27 @@ def generate_docs(home: Path, out: Path) -> DocsSite:
 
 
 def serve_folder(folder: Path, port: int):
-    """A static file server for `folder` on 127.0.0.1:`port` (0: any free port)."""
+    """A static file server for `folder` on 127.0.0.1:`port` (0: any free port), answering only requests
+    addressed to this machine's loopback names (`ingest.explore.loopback`)."""
     import functools
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import SimpleHTTPRequestHandler
+
+    from ingest.explore.loopback import LoopbackServer, refuse_foreign_host
 
     class Quiet(SimpleHTTPRequestHandler):
         def log_message(self, format, *args):  # noqa: A002
             pass
 
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if not refuse_foreign_host(self):
+                super().do_GET()
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            if not refuse_foreign_host(self):
+                super().do_HEAD()
+
     try:
-        return ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Quiet, directory=str(folder)))
+        return LoopbackServer(("127.0.0.1", port), functools.partial(Quiet, directory=str(folder)))
     except OSError as e:
         raise UserError(f"cannot listen on 127.0.0.1:{port} ({e.strerror or e}); choose another --port "
                         "(0 picks a free one)") from None

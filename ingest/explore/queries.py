@@ -24,6 +24,7 @@ SORTS = {"position": "ordinal", "longest_span": "longest_span", "nv_recall": "nv
          "n_tokens": "n_tokens", "full_match": "full_match", "domain": "domain", "setting": "setting",
          "run_id": "run_id"}
 MAX_PAGE = 500
+MAX_PAGE_NUMBER = 10**9  # pages past the last one answer zero rows; past this one, a 400
 
 SUMMARY_SQL = """
 create temp table explore_generations as
@@ -112,8 +113,11 @@ class GenQuery:
             raise UserError(f"unknown sort {self.sort!r}; use one of {', '.join(SORTS)}")
         if not 1 <= self.size <= MAX_PAGE:
             raise UserError(f"page size must be 1..{MAX_PAGE}, not {self.size}")
-        if self.page < 0:
-            raise UserError("page must be >= 0")
+        if not 0 <= self.page <= MAX_PAGE_NUMBER:
+            # beyond it, page * size no longer fits DuckDB's offset (the request got no answer at all)
+            raise UserError(f"page must be 0..{MAX_PAGE_NUMBER}, not {self.page}")
+        if self.min_longest is not None and not -2**63 <= self.min_longest < 2**63:
+            raise UserError(f"min_longest must be a whole number below 2**63, not {self.min_longest}")
 
 
 @dataclass

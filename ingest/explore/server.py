@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 
 from ingest.errors import UserError
+from ingest.explore.loopback import LoopbackServer, refuse_foreign_host
 from ingest.explore.page import render_page
 from ingest.explore.queries import HEADLINE, Explorer, GenQuery
 
@@ -84,6 +85,8 @@ def make_handler(explorer: Explorer, page_size: int = 50):
             self._send(status, to_json(obj), "application/json; charset=utf-8")
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if refuse_foreign_host(self):
+                return
             url = urlparse(self.path)
             params = parse_qs(url.query, keep_blank_values=True)
             try:
@@ -107,14 +110,17 @@ def make_handler(explorer: Explorer, page_size: int = 50):
                 self._json({"error": str(e)}, HTTPStatus.BAD_REQUEST)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+            except Exception as e:  # noqa: BLE001 - a bug still answers (the request used to hang up unanswered)
+                self._json({"error": f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"},
+                           HTTPStatus.INTERNAL_SERVER_ERROR)
 
     return Handler
 
 
-def make_server(explorer: Explorer, port: int = 8765, page_size: int = 50) -> ThreadingHTTPServer:
+def make_server(explorer: Explorer, port: int = 8765, page_size: int = 50) -> LoopbackServer:
     """A server on 127.0.0.1:`port` (0: any free port; `server.server_address` says which)."""
     try:
-        return ThreadingHTTPServer((HOST, port), make_handler(explorer, page_size))
+        return LoopbackServer((HOST, port), make_handler(explorer, page_size))
     except OSError as e:
         raise UserError(f"cannot listen on {HOST}:{port} ({e.strerror or e}); choose another --port "
                         "(0 picks a free one)") from None

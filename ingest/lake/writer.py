@@ -18,6 +18,11 @@ leaves the journal, and the next lake use (`init`, `write`, `read`, `lmaudit bui
 (`recover`). So every reader sees all of the step or none of it. Long resumable steps (`lmaudit
 generate`) commit per chunk instead and write their runs row last; the staging views hide generations
 whose run has no runs row.
+
+`lmaudit build` reads the lake in many queries over minutes; it holds `Lake.snapshot()` (a shared flock on
+`<warehouse>/.lake.lock`) meanwhile, and every change to what a reader sees (a partition renamed into place
+or removed, a journal applied) takes the same lock exclusively, so an import during a build waits for the
+build to finish and the build reads one state of the lake. Staging, the slow part, never waits.
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ import pyarrow.parquet as pq
 from ingest.lake.schemas import TABLES, spec
 
 SCHEMA_FILE = "_schema.parquet"
+LOCK_FILE = ".lake.lock"  # in the warehouse folder, beside the lake (not a lake file)
+# lake roots whose snapshot this process holds: its own writes go through (a second flock on another open
+# file of the same process would wait for itself), and it applies no other writer's journal meanwhile
+_SNAPSHOTS: dict[str, int] = {}
 _SAFE = re.compile(r"[^A-Za-z0-9_.=+-]")
 
 
@@ -80,12 +89,63 @@ class Lake:
         transaction a crashed step left half applied."""
         (self.root / "_tmp").mkdir(parents=True, exist_ok=True)
         self.recover()
+        self.clean_tmp()
         for name, s in TABLES.items():
             d = self.root / name
             d.mkdir(parents=True, exist_ok=True)
             target = d / SCHEMA_FILE
             if not target.exists() or pq.read_schema(target) != s.schema:
                 self._atomic_write(s.schema.empty_table(), target)
+
+    # -- the snapshot lock ------------------------------------------------------------------------
+    @contextmanager
+    def snapshot(self) -> Iterator[Lake]:
+        """Hold the lake still for the block: other processes' writes wait to become visible until it ends
+        (`lmaudit build` holds it for the whole dbt run). Nested blocks join the outer one."""
+        import fcntl
+
+        key = str(self.root)
+        if _SNAPSHOTS.get(key):
+            _SNAPSHOTS[key] += 1
+            try:
+                yield self
+            finally:
+                _SNAPSHOTS[key] -= 1
+            return
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.home / LOCK_FILE, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH)  # waits only for a commit in progress (a few renames)
+            _SNAPSHOTS[key] = 1
+            try:
+                yield self
+            finally:
+                _SNAPSHOTS.pop(key, None)
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _visible_change(self) -> Iterator[None]:
+        """Exclusive use of the lake while a change becomes visible to readers (see `snapshot`)."""
+        import fcntl
+        import sys
+
+        if _SNAPSHOTS.get(str(self.root)):
+            yield
+            return
+        try:
+            fh = open(self.home / LOCK_FILE, "a")  # noqa: SIM115 - closed below
+        except OSError:  # a read-only warehouse: the change itself fails with its own message
+            yield
+            return
+        try:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"waiting for the `lmaudit build` reading {self.root} to finish (the change is staged; "
+                      "it becomes visible after the build)", file=sys.stderr, flush=True)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
+        finally:
+            fh.close()  # releases the lock
 
     # -- writing --------------------------------------------------------------------------------
     def to_table(self, table: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> pa.Table:
@@ -143,8 +203,9 @@ class Lake:
         if self._txn is not None:
             self._txn.ops.append({"op": "delete", "table": table, "partition": partition})
             return
-        self._manifest_path(table, partition).unlink(missing_ok=True)
-        self.partition_path(table, partition).unlink(missing_ok=True)
+        with self._visible_change():
+            self._manifest_path(table, partition).unlink(missing_ok=True)
+            self.partition_path(table, partition).unlink(missing_ok=True)
 
     # -- transactions -----------------------------------------------------------------------------
     @contextmanager
@@ -156,16 +217,19 @@ class Lake:
             return
         self.init()
         txn = _Txn(self.root / "_tmp" / f"txn-{uuid.uuid4().hex}")
-        txn.dir.mkdir(parents=True)
-        self._txn = txn
+        lock = _locked_dir(txn.dir)  # held while the transaction lives: `clean_tmp` removes only dead ones
         try:
-            yield self
-        except BaseException:
+            self._txn = txn
+            try:
+                yield self
+            except BaseException:
+                self._txn = None
+                shutil.rmtree(txn.dir, ignore_errors=True)
+                raise
             self._txn = None
-            shutil.rmtree(txn.dir, ignore_errors=True)
-            raise
-        self._txn = None
-        self._commit(txn)
+            self._commit(txn)
+        finally:
+            os.close(lock)
 
     def _commit(self, txn: _Txn) -> None:
         if not txn.ops:
@@ -185,6 +249,10 @@ class Lake:
 
     def _apply(self, journal: Path) -> None:
         """Apply a committed journal's operations (idempotent: a rename already done is skipped)."""
+        with self._visible_change():
+            self._apply_ops(journal)
+
+    def _apply_ops(self, journal: Path) -> None:
         try:
             j = json.loads(journal.read_text())
         except FileNotFoundError:
@@ -210,8 +278,8 @@ class Lake:
     def recover(self) -> int:
         """Finish the transactions a crashed step committed but did not apply; returns how many."""
         d = self.root / "_txn"
-        if not d.is_dir():
-            return 0
+        if not d.is_dir() or _SNAPSHOTS.get(str(self.root)):
+            return 0  # (under this process's snapshot: the writer applies it once the snapshot ends)
         journals = sorted(d.glob("*.json"))
         for j in journals:
             self._apply(j)
@@ -229,24 +297,50 @@ class Lake:
         try:
             pq.write_table(t, tmp, compression="zstd")
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, target)
+            if final is None and target.parent.parent == self.root and not target.parent.name.startswith("_"):
+                with self._visible_change():  # a table's partition: readers see it from here on
+                    os.replace(tmp, target)
+            else:
+                os.replace(tmp, target)
         except OSError as e:
             raise _write_error(final or target, e) from None
         finally:
             tmp.unlink(missing_ok=True)
 
     def clean_tmp(self, older_than_s: float = 3600.0) -> int:
-        """Remove temporary files left by crashed writers; returns how many were removed."""
+        """Remove what crashed writers left in `_tmp`; returns how many were removed. The staging folder of a
+        transaction whose process is gone goes at once (a live one holds a lock on it; `lake.init()` runs
+        this, so the next write cleans up after a kill); a loose temporary file once it is `older_than_s`
+        old (it cannot tell a live writer's file from a dead one's)."""
+        import fcntl
+
         n = 0
         now = time.time()
-        for p in (self.root / "_tmp").glob("*.tmp"):
-            if now - p.stat().st_mtime > older_than_s:
-                p.unlink(missing_ok=True)
-                n += 1
-        for p in (self.root / "_tmp").glob("txn-*"):  # staging of a transaction that never committed
-            if p.is_dir() and now - p.stat().st_mtime > older_than_s and not (self.root / "_txn" / f"{p.name}.json").exists():
-                shutil.rmtree(p, ignore_errors=True)
-                n += 1
+        tmp = self.root / "_tmp"
+        for p in tmp.glob("*.tmp"):
+            try:
+                if now - p.stat().st_mtime > older_than_s:
+                    p.unlink(missing_ok=True)
+                    n += 1
+            except FileNotFoundError:
+                continue
+        for p in [*tmp.glob("txn-*"), *tmp.glob(".new-txn-*")]:  # staging of a transaction that never committed
+            if not p.is_dir() or (self.root / "_txn" / f"{p.name}.json").exists():
+                continue
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live transaction
+            finally:
+                os.close(fd)
+            if p.name.startswith(".new-") and now - p.stat().st_mtime < 60:
+                continue  # being created (its lock comes right after mkdir)
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
         return n
 
     # -- reading --------------------------------------------------------------------------------
@@ -280,6 +374,24 @@ class Lake:
             self.partition_path(table, p) for p in self.partitions(table)]
         parts = [self._read_partition(p, s) for p in paths if p.exists()]
         return pa.concat_tables(parts) if parts else s.schema.empty_table()
+
+
+def _locked_dir(folder: Path) -> int:
+    """Create `folder` holding an exclusive flock on it (returned: the descriptor to close). It is made under
+    a hidden name, locked, then renamed, so no cleaner ever sees it unlocked under its real name."""
+    import fcntl
+
+    new = folder.parent / f".new-{folder.name}"
+    new.mkdir(parents=True)
+    fd = os.open(new, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(new, folder)
+    except BaseException:
+        os.close(fd)
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    return fd
 
 
 class _Txn:
