@@ -210,7 +210,7 @@ def injection_figure(con, path) -> bool:
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     series: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for study, dom, est, t, e in rows:
-        series.setdefault((study, dom, est), []).append((100 * t, 100 * e))
+        series.setdefault((study, dom, est), []).append((100 * float(t), 100 * float(e)))
     top = max(max(x, y) for pts in series.values() for x, y in pts)
     ax.plot([0, top * 1.05], [0, top * 1.05], color="grey", lw=1, ls="--", label="estimate = truth")
     for (study, dom, est), pts in series.items():
