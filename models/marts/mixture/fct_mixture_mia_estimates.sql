@@ -200,6 +200,16 @@ duci_labelled as (
 
 ),
 
+duci_candidates as (
+
+    select distinct
+        model,
+        domain,
+        member_score as threshold
+    from duci_labelled
+
+),
+
 duci_roc as (
 
     select
@@ -210,7 +220,7 @@ duci_roc as (
         / count(*) filter (where duci_labelled.pseudo_member) as tpr,
         count(*) filter (where not duci_labelled.pseudo_member and duci_labelled.member_score >= candidates.threshold)
         / count(*) filter (where not duci_labelled.pseudo_member) as fpr
-    from (select distinct model, domain, member_score as threshold from duci_labelled) as candidates
+    from duci_candidates as candidates
     inner join duci_labelled
         on
             candidates.model = duci_labelled.model
