@@ -50,7 +50,9 @@ def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer
                   dtype: str | None = None) -> dict[str, Any]:
     """Register prebuilt index folders as one corpus, writing nothing into them.
 
-    A folder built by lmaudit already has its manifest (the tokenizer given must be the one it names). For
+    A folder built by lmaudit already has its manifest (the tokenizer given must be the one it names); its
+    files are checked against it (sizes, pointer width, sampled offsets, metadata and suffix-array ranks, the
+    tokenizer on sampled documents, the unigram table: `check_index_folder`). For
     a prebuilt infini-gram folder the manifest and unigram table are computed from its files (every file
     checked: sizes, pointer and token width, the tokenizer on sampled documents) and kept in the
     warehouse, `<warehouse>/indexes/<corpus key>/part-<k>/`, pointing at the folder: prebuilt indexes are
@@ -58,7 +60,7 @@ def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer
     import shutil
     import uuid
 
-    from ingest.index.build import IndexManifest, attach_index
+    from ingest.index.build import IndexManifest, attach_index, check_index_folder
     from ingest.index.tokenizer import load_tokenizer
     from ingest.names import check_name
 
@@ -80,6 +82,7 @@ def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer
                 if not same:
                     raise UserError(f"{d} was built with tokenizer {theirs.get('name')!r}, not {tokenizer!r}; pass "
                                     "the index's own tokenizer")
+                check_index_folder(d, tok)  # every file, as for a prebuilt folder (spot checks: stays fast)
                 described.append(str(d))
             else:
                 attach_index(d, tok, dtype=dtype, sidecar=staged / f"part-{k}")

@@ -707,15 +707,37 @@ def attach_index(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str, 
         built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), software=_software(),
         data_dir=str(folder.resolve()) if sidecar is not None else None,
     )
-    # the checks the engine makes on every open (file set, sizes against the manifest, metadata length,
-    # a suffix-array spot check), now, so a bad folder is refused before anything is registered
-    from ingest.index.engine import _validate_dir
+    # the checks the engine makes on every open (file set, sizes against the manifest, spot checks of
+    # offsets, metadata and the suffix array), now, so a bad folder is refused before anything is registered
+    from ingest.index.checks import validate_index_files
 
-    _validate_dir(str(folder), manifest)
+    validate_index_files(str(folder), manifest)
     out = Path(sidecar) if sidecar is not None else folder
     out.mkdir(parents=True, exist_ok=True)
     np.save(out / LOGPROB_NAME, logp)
     manifest.save(out)
+    return manifest
+
+
+def check_index_folder(index_dir: str | os.PathLike[str], tokenizer: Tokenizer | str) -> IndexManifest:
+    """Check a folder that has its own manifest (built by `lmaudit index build`, or attached before) as
+    `attach_index` checks a prebuilt one, but with spot checks only (the manifest already holds the counts, so
+    nothing is scanned in full and a big index attaches in well under a second): the file set, sizes and
+    pointer width against the manifest, sampled offsets, metadata lines and suffix-array ranks
+    (`ingest.index.checks`), the tokenizer on sampled documents, and the unigram table."""
+    from ingest.index.checks import validate_index_files
+
+    manifest = IndexManifest.load(index_dir)
+    folder = Path(check_index_path(manifest.shard_dir(index_dir)))
+    if not folder.is_dir():
+        raise UserError(f"{index_dir}: its shard folder {folder} does not exist; rebuild or re-attach the index")
+    tok = load_tokenizer(tokenizer)
+    validate_index_files(folder, manifest)
+    if manifest.dtype != tok.dtype:
+        raise UserError(f"{index_dir} holds {manifest.dtype} tokens but tokenizer {tok.name} needs {tok.dtype}; pass "
+                        "the index's own tokenizer")
+    _check_tokenizer_round_trip(folder, manifest.shards, manifest.dtype, tok)
+    manifest.load_logprobs(index_dir)
     return manifest
 
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ingest.errors import UserError
-from ingest.index.build import FORBIDDEN_PATH_WORDS, MANIFEST_NAME, IndexManifest, check_index_path, ptr_size
+from ingest.index.build import IndexManifest, check_index_path, ptr_size
+from ingest.index.checks import IndexDamaged, index_damaged, validate_index_files
 from ingest.index.tokenizer import TOKEN_WIDTH
 
 _DOC_BATCH = 256  # the engine starts one thread per requested document: keep batches bounded
@@ -166,91 +167,6 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _spot_check_suffix_array(folder: Path, s: int, ds: int, ptr: int, w: int, probes: int = 64) -> None:
-    """A cheap check that table.s is a suffix array of tokenized.s, before the engine maps it: a damaged
-    table (random bytes, another index's table of the same size) points outside the token file, or off a
-    token boundary, or out of order, and the C++ engine would read out of bounds (SIGBUS, no message).
-    Checks `probes` evenly spaced adjacent rank pairs: pointers in range and aligned, suffixes in order."""
-    n = ds // w
-    if n < 2:
-        return
-    with open(folder / f"table.{s}", "rb") as ft, open(folder / f"tokenized.{s}", "rb") as fd:
-        table = mmap.mmap(ft.fileno(), 0, access=mmap.ACCESS_READ)
-        data = mmap.mmap(fd.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            for k in range(probes):
-                r = (n - 2) * k // max(1, probes - 1)
-                a = int.from_bytes(table[r * ptr:(r + 1) * ptr], "little")
-                b = int.from_bytes(table[(r + 1) * ptr:(r + 2) * ptr], "little")
-                if a >= ds or b >= ds or a % w or b % w:
-                    raise UserError(f"{folder}/table.{s} points outside tokenized.{s} (rank {r}); the suffix array "
-                                    "is damaged or belongs to another index: rebuild the index")
-                if data[a:a + 64] > data[b:b + 64]:  # windows differ, or b's is a proper prefix: out of order
-                    raise UserError(f"{folder}/table.{s} is not sorted (ranks {r} and {r + 1}); the suffix array is "
-                                    "damaged or belongs to another index: rebuild the index")
-        finally:
-            table.close()
-            data.close()
-
-
-def _validate_dir(index_dir: str, manifest: IndexManifest) -> None:
-    """Check the folder holds exactly the shard files the manifest describes, with consistent sizes."""
-    folder = Path(index_dir)
-    w = TOKEN_WIDTH.get(manifest.dtype)
-    if w is None:
-        raise UserError(f"{folder / MANIFEST_NAME}: unknown dtype {manifest.dtype!r}; rebuild or re-attach the index")
-    n = len(manifest.shards)
-    if n == 0:
-        raise UserError(f"{folder / MANIFEST_NAME} lists no shards; rebuild or re-attach the index")
-    has_meta = manifest.shards[0].has_metadata
-    has_unigram = (folder / "unigram.0").exists()
-    expected = {f"{r}.{s}" for s in range(n) for r in ("tokenized", "table", "offset")}
-    if has_meta:
-        expected |= {f"{r}.{s}" for s in range(n) for r in ("metadata", "metaoff")}
-    if has_unigram:
-        expected |= {f"unigram.{s}" for s in range(n)}
-    for entry in sorted(os.listdir(folder)):
-        if entry not in expected and any(word in entry for word in FORBIDDEN_PATH_WORDS):
-            raise UserError(
-                f"{folder / entry} is not a file of this index but its name contains an infini-gram role word, "
-                "which makes the engine misread the folder (crash); move it out of the index folder"
-            )
-    for name in sorted(expected):
-        if not (folder / name).is_file():
-            raise UserError(f"{folder}: missing {name}; the index is incomplete, rebuild it")
-    for info in manifest.shards:
-        s = info.shard
-        ds = (folder / f"tokenized.{s}").stat().st_size
-        sa = (folder / f"table.{s}").stat().st_size
-        od = (folder / f"offset.{s}").stat().st_size
-        tok_cnt = ds // w
-        if ds == 0 or ds % w:
-            raise UserError(f"{folder}/tokenized.{s} has {ds} bytes, not a positive multiple of {w}; rebuild the index")
-        if ds != info.ds_bytes or od != 8 * info.n_docs:
-            raise UserError(
-                f"{folder}: shard {s} files differ from the manifest (tokenized {ds} vs {info.ds_bytes} bytes, "
-                f"offset {od} vs {8 * info.n_docs}); the index changed or is truncated: rebuild or re-attach it"
-            )
-        if sa != tok_cnt * ptr_size(ds):
-            raise UserError(
-                f"{folder}/table.{s} has {sa} bytes but {tok_cnt} tokens need {tok_cnt * ptr_size(ds)}; "
-                "the suffix array is truncated or stale: rebuild the index"
-            )
-        if has_meta and (folder / f"metaoff.{s}").stat().st_size != od:
-            raise UserError(f"{folder}/metaoff.{s} does not match offset.{s} in size; rebuild the index")
-        if has_meta and info.n_docs:
-            with open(folder / f"metaoff.{s}", "rb") as f:
-                f.seek(8 * (info.n_docs - 1))
-                last = int.from_bytes(f.read(8), "little")
-            if last >= (folder / f"metadata.{s}").stat().st_size:
-                raise UserError(f"{folder}/metadata.{s} is shorter than metaoff.{s} says (truncated?); rebuild the "
-                                "index or restore the file")
-        with open(folder / f"tokenized.{s}", "rb") as f:
-            if f.read(w) != b"\xff" * w:
-                raise UserError(f"{folder}/tokenized.{s} does not start with a document separator; not a v4 index")
-        _spot_check_suffix_array(folder, s, ds, ptr_size(ds), w)
-
-
 def engine_shard_order(n_shards: int) -> list[int]:
     """File shard numbers in the order the C++ engine loads them (sorted as strings)."""
     return sorted(range(n_shards), key=str)
@@ -281,7 +197,7 @@ class IndexEngine:
         self.manifests: list[IndexManifest] = [IndexManifest.load(d) for d in self.index_dirs]
         self.data_dirs: list[str] = [check_index_path(m.shard_dir(d)) for d, m in zip(self.index_dirs, self.manifests)]
         for d, m in zip(self.data_dirs, self.manifests):
-            _validate_dir(d, m)
+            validate_index_files(d, m)
         first = self.manifests[0]
         for d, m in zip(self.index_dirs[1:], self.manifests[1:]):
             if (m.dtype, m.vocab_size) != (first.dtype, first.vocab_size) or (
@@ -321,6 +237,10 @@ class IndexEngine:
         # None: decide at the first search; False forces pure Python (benchmarks, tests)
         self.compiled_search: bool | None = None
         self._queries = 0
+        from ingest.index import sigbus
+
+        sigbus.set_message(f"error: a file of index {', '.join(self.data_dirs)} shrank or was replaced while this "
+                           "process read it (SIGBUS); rebuild or re-attach the index, then run the command again")
         self.reopen()
 
     # ------------------------------------------------------------------ lifecycle
@@ -402,6 +322,11 @@ class IndexEngine:
         info = self._shards[self._check_shard(shard)][2]
         return info.ds_bytes // self.width
 
+    def damaged(self, shard: int, role: str, what: str) -> IndexDamaged:
+        """The one-line error for impossible values read from file `role`.s of engine shard `shard`."""
+        d, s = self.shard_files(shard)
+        return index_damaged(Path(d) / f"{role}.{s}", what)
+
     def _check_shard(self, shard: int) -> int:
         if not (isinstance(shard, int) and 0 <= shard < len(self._shards)):
             raise ValueError(f"shard must be in [0, {len(self._shards)}), got {shard!r}")
@@ -438,7 +363,11 @@ class IndexEngine:
         On a miss each range is empty, lo == hi being the insertion rank. The empty query matches every
         position, separators included."""
         r = self._cpp().find(input_ids=self._ids(ids))
-        return {"cnt": int(r.cnt), "segment_by_shard": [(int(a), int(b)) for a, b in r.segment_by_shard]}
+        segs = [(int(a), int(b)) for a, b in r.segment_by_shard]
+        for shard, (lo, hi) in enumerate(segs):
+            if not 0 <= lo <= hi <= self.tok_cnt(shard):
+                raise self.damaged(shard, "table", f"a search returned ranks [{lo}, {hi}) of {self.tok_cnt(shard)}")
+        return {"cnt": int(r.cnt), "segment_by_shard": segs}
 
     def count(self, ids: Sequence[int]) -> int:
         """Occurrences of `ids` in the corpus (never across documents)."""
@@ -529,6 +458,10 @@ class IndexEngine:
         from ingest.index import sa_search
 
         if sa_search.available():
+            if self.compiled_search is None:  # numba is loaded: the SIGBUS handler costs nothing more
+                from ingest.index import sigbus
+
+                sigbus.install()
             self.compiled_search = True
             return sa_search
         sa_search.warn_unavailable()
@@ -753,8 +686,10 @@ class IndexEngine:
         if meta_raw:
             try:
                 parsed = json.loads(meta_raw)
-            except ValueError:
-                raise EngineError(f"shard {shard} doc {raw.doc_ix}: metadata line is not JSON") from None
+            except (ValueError, RecursionError):
+                parsed = None
+            if not isinstance(parsed, dict):
+                raise self.damaged(shard, "metadata", f"document {raw.doc_ix}'s metadata line is not a JSON object")
             path, linenum = parsed.get("path"), parsed.get("linenum")
             metadata = parsed.get("metadata") or {}
         match_pos = needle = None
@@ -771,9 +706,11 @@ class IndexEngine:
                          path=path, linenum=linenum, metadata=metadata)
 
     def docs_by_ranks(self, requests: Sequence[tuple[int, int]], needle_len: int = 0,
-                      max_ctx_len: int = 0, *, native: bool = False) -> list[DocRecord]:
+                      max_ctx_len: int = 0, *, native: bool = False, found: bool = False) -> list[DocRecord]:
         """Documents holding the suffixes at (shard, rank); window = `max_ctx_len` tokens before the match
-        and `needle_len + max_ctx_len` from it, clipped to the document. Ranks at a separator raise.
+        and `needle_len + max_ctx_len` from it, clipped to the document. Ranks at a separator raise
+        ValueError, or `IndexDamaged` with `found` (the ranks come from a search for a non-empty query, which
+        never ends at a separator in a sound index). A pointer outside the token file raises `IndexDamaged`.
 
         Windows and metadata are read from our own maps of the shard files (offset, tokenized, metaoff,
         metadata): the same records as the engine's `get_docs_by_ranks_2` (`native=True`), which starts
@@ -783,7 +720,13 @@ class IndexEngine:
         reqs = []
         for shard, rank in requests:
             ptr = self.rank_to_ptr(shard, rank)
+            if ptr >= self.tok_cnt(shard) * self.width or ptr % self.width:
+                raise self.damaged(shard, "table", f"rank {rank} points at byte {ptr}, outside the tokens or off a "
+                                                   "token boundary")
             if self.token_at(shard, ptr) == self.separator_id:
+                if found:
+                    raise self.damaged(shard, "table", f"rank {rank}, found by a search, points at a document "
+                                                       "separator")
                 raise ValueError(f"rank {rank} of shard {shard} points at a document separator, not into a document")
             cap = self.tok_cnt(shard)  # keeps ptr + width * (needle + ctx) far from u64 overflow
             reqs.append((shard, rank, ptr, min(needle_len, cap), min(max_ctx_len, cap)))
@@ -803,8 +746,14 @@ class IndexEngine:
         m = self._maps_for(shard)
         w = self.width
         local = bisect.bisect_right(m.od, ptr) - 1  # the last document starting <= ptr
-        doc_start = int(m.od[local]) + w  # skip the separator
-        doc_end = int(m.od[local + 1]) if local + 1 < m.n_docs else m.tok_cnt * w
+        # offsets are spot-checked at open; what this lookup uses must still make sense, else the window
+        # would be another document's text (or nothing) and the row would name the wrong document
+        sep_at = int(m.od[local]) if local >= 0 else -1
+        doc_end = int(m.od[local + 1]) if 0 <= local and local + 1 < m.n_docs else m.tok_cnt * w
+        if not (0 <= sep_at < ptr < doc_end <= m.tok_cnt * w) or sep_at % w or m.toks[sep_at // w] != self.separator_id:
+            raise self.damaged(shard, "offset", f"no document of the {m.n_docs} holds byte {ptr} (document starts "
+                                                "out of order, out of range or not at a separator)")
+        doc_start = sep_at + w  # skip the separator
         disp_start = max(doc_start, 0 if ptr < w * max_ctx_len else ptr - w * max_ctx_len)
         disp_end = min(doc_end, ptr + w * (needle_len + max_ctx_len))
         path = linenum = None
@@ -812,13 +761,17 @@ class IndexEngine:
         if m.om is not None:
             a = int(m.om[local])
             b = int(m.om[local + 1]) if local + 1 < m.n_docs else len(m.metadata)
+            if not 0 <= a <= b <= len(m.metadata):
+                raise self.damaged(shard, "metaoff", f"document {local}'s metadata line [{a}, {b}) lies outside "
+                                                     f"metadata.{self.shard_files(shard)[1]}")
             line = m.metadata[a:b]
             if line:
                 try:  # strict UTF-8, as the engine's std::string -> str conversion
                     parsed = json.loads(line.decode("utf-8"))
-                except ValueError:
-                    doc = self._doc_base[shard] + local
-                    raise EngineError(f"shard {shard} doc {doc}: metadata line is not JSON") from None
+                except (ValueError, RecursionError):
+                    parsed = None
+                if not isinstance(parsed, dict):
+                    raise self.damaged(shard, "metadata", f"document {local}'s metadata line is not a JSON object")
                 path, linenum = parsed.get("path"), parsed.get("linenum")
                 metadata = parsed.get("metadata") or {}
         match_pos = (ptr - doc_start) // w

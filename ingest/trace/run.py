@@ -165,21 +165,32 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     legacy = job.legacy_trace_id
     trace_id = legacy if f"trace--{legacy}" in lake.partitions("trace_runs") else job.trace_id
     started = datetime.now(timezone.utc)
-    lake.write("trace_runs", f"trace--{trace_id}", [{
-        "trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
-        "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,
-        "started_at": started, "finished_at": None}])
     batches = _plan(generations, batch_size)
     src = make_key(source)[:12]
     names = [f"{trace_id[:16]}--{src}--{make_key(*[f'{gid}:{text_hash(text)}' for gid, text in b])[:16]}"
              for b in batches]
     # a changed input (e.g. a re-imported run) leaves partitions that no longer belong to the plan
     prefix = f"{trace_id[:16]}--{src}--"
-    with lake.transaction():
-        for table in ("span_counts", "traced_generations", "span_documents", "spans"):
-            for part in lake.partitions(table):
-                if part.startswith(prefix) and part not in names:
-                    lake.delete(table, part)
+    stale = [(table, part) for table in ("span_counts", "traced_generations", "span_documents", "spans")
+             for part in lake.partitions(table) if part.startswith(prefix) and part not in names]
+
+    def pass_row(finished: datetime | None) -> list[dict]:
+        return [{"trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
+                 "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,
+                 "started_at": started, "finished_at": finished}]
+
+    # The pass's row and the removal of stale partitions are committed with the first batch (or the last
+    # row, when every batch is done): a trace refused before any batch is written (a damaged index found
+    # while tracing) leaves the lake as it was.
+    begun: list[bool] = []
+
+    def begin(finished: datetime | None = None) -> None:
+        if not begun:
+            for table, part in stale:
+                lake.delete(table, part)
+            lake.write("trace_runs", f"trace--{trace_id}", pass_row(finished))
+            begun.append(True)
+
     todo = [(n, b) for n, b in zip(names, batches) if not lake.is_done("span_counts", n)]
     skipped = len(batches) - len(todo)
 
@@ -197,6 +208,7 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
             spans, docs, counts, traced = result
             check_batch_keys(spans, docs, counts)
             with lake.transaction():  # the batch's four partitions appear together or not at all
+                begin()
                 lake.write("spans", name, spans)
                 lake.write("span_documents", name, docs)
                 lake.write("traced_generations", name, traced)
@@ -211,8 +223,10 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
         results = ex.map(WorkerSpec(TraceWorker, (job, trace_id)), [b for _, b in todo])
         for (name, b), result in zip(todo, results):
             record(name, result, len(b))
-    lake.write("trace_runs", f"trace--{trace_id}", [{
-        "trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
-        "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,
-        "started_at": started, "finished_at": datetime.now(timezone.utc)}])
+    finished = datetime.now(timezone.utc)
+    if begun:
+        lake.write("trace_runs", f"trace--{trace_id}", pass_row(finished))
+    else:
+        with lake.transaction():
+            begin(finished)
     return TraceSummary(trace_id, len(generations), len(batches), skipped, n_spans, n_docs, time.perf_counter() - t0)

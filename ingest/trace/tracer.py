@@ -15,6 +15,7 @@ once per generation; the generation is normalized once; ByteLevel tokenizers dec
 from __future__ import annotations
 
 import hashlib
+import inspect
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -200,6 +201,10 @@ class Tracer:
         self._piece_ref_text = tokenizer.decode(self._piece_ref) if self._piece_ref else ""
         self._decode = _fast_decoder(tokenizer)
         self.stats = LookupStats()
+        # `IndexEngine` checks what it reads (found ranks, offsets, metadata) and names a damaged file;
+        # stand-ins (tests, benchmarks) may lack either
+        self._checked = hasattr(engine, "damaged")
+        self._found = {"found": True} if "found" in inspect.signature(engine.docs_by_ranks).parameters else {}
 
     # -- lookups: the engine's byte-level searches when it has them (no engine threads) ------------------
     def _find(self, g: _Gen, b: int, e: int) -> dict[str, Any]:
@@ -314,9 +319,16 @@ class Tracer:
             return []
         ranks = self._pick_ranks(res["segment_by_shard"], res["cnt"], p.max_docs, rng)
         ctx = (p.window_factor - 1) * L // 2
-        docs = self.engine.docs_by_ranks(ranks, needle_len=span.end - span.start, max_ctx_len=ctx)
+        n = span.end - span.start
+        docs = self.engine.docs_by_ranks(ranks, needle_len=n, max_ctx_len=ctx, **self._found)
         rows, seen = [], set()
         for d in docs:
+            # a sound index gives a window holding the span where the rank says; anything else is a damaged
+            # suffix array (or token file) that the spot checks at open missed: stop rather than write rows
+            # that name the wrong document
+            if self._checked and d.tokens[d.needle_offset:d.needle_offset + n] != ids[span.start:span.end]:
+                raise self.engine.damaged(d.shard, "table", f"rank {d.rank} does not point at the span it was "
+                                                            "found for")
             if (d.shard, d.doc_ix) in seen:
                 continue
             seen.add((d.shard, d.doc_ix))
