@@ -26,7 +26,7 @@ def score(
                                               "token, zlib level 9, ceil(k n)); rows of both are kept apart.")]
     = "authors",
     methods: Annotated[str | None, typer.Option(help="More Table-2 baselines into text_method_scores, comma-separated: "
-                                                     "dcpdd, recall, gradnorm, jointlogit (authors' convention).")]
+                                                     "dcpdd, recall, gradnorm, jointlogit, neighbor (authors' convention).")]
     = None,
     recall_prefix: Annotated[str | None, typer.Option(help="ReCaLL: a file of non-member text to prepend (default: 12 "
                                                            "reference documents drawn with seed 0, as the authors' "

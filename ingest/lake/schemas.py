@@ -131,7 +131,7 @@ _SPECS = [
                   _f("scoring", pa.string(), False), _f("n_tokens", pa.int32()), _f("raw_score", pa.float64()),
                   _f("member_score", pa.float64()), _f("params", pa.string()),
               ]), "one membership-inference method's score of a text under a model (DC-PDD, ReCaLL, GradNorm, "
-              "Joint-Logit: the baselines that need more than token log-probabilities or live in their own rows)"),
+              "Joint-Logit, Neighbor: the baselines that need more than token log-probabilities)"),
     TableSpec("tokenizer_mixture_estimates", "estimate_id", ("model", "domain"), pa.schema([
         _f("estimate_id", pa.string(), False), _f("model", pa.string(), False), _f("tokenizer", pa.string()),
         _f("tokenizer_sha256", pa.string()), _f("domain", pa.string(), False), _f("estimate", pa.float64()),

@@ -14,7 +14,8 @@ What the methods need besides the model is fixed before any worker starts, in th
   `--freq_strategy global`), or the unigram table of a registered corpus's index (`--dcpdd-corpus`);
 - ReCaLL's prefix: by default RECALL_SHOTS reference documents drawn with seed 0 (the authors' script's
   default: shots sampled from the pooled category samples), or a file of known non-member text
-  (`--recall-prefix`, the ReCaLL paper's setting).
+  (`--recall-prefix`, the ReCaLL paper's setting);
+- Neighbor's random-fill word pool: the reference documents' words (the authors' script's default).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ METHODS: Registry[MethodInfo] = Registry("MIA method")
 for _info in (MethodInfo("dcpdd", "DC-PDD", "authors' run_dcpdd_threshold.py"),
               MethodInfo("recall", "ReCaLL", "authors' run_recall_threshold.py"),
               MethodInfo("gradnorm", "GradNorm", "Wang et al. 2024 (no authors' script)"),
-              MethodInfo("jointlogit", "Joint-Logit", "Carlini et al. 2022 (no authors' script)")):
+              MethodInfo("jointlogit", "Joint-Logit", "Carlini et al. 2022 (no authors' script)"),
+              MethodInfo("neighbor", "Neighbor", "authors' run_neighborhood_threshold.py")):
     METHODS.add(_info.name, _info)
 
 
@@ -78,6 +80,8 @@ class MethodJob:
     prefix: str | None = None  # ReCaLL prefix text
     prefix_source: str = "reference"
     dcpdd_a: float = M.DCPDD_A
+    fill: tuple[str, ...] = field(default=(), compare=False, repr=False)  # Neighbor's random-fill word pool
+    neighbor_seed: int = 0  # run_neighborhood_threshold.py's --seed default
 
     def config(self, method: str) -> dict:
         """What changes `method`'s scores besides the model and the text (its row `params`)."""
@@ -90,6 +94,10 @@ class MethodJob:
                     "prefix_sha256": hashlib.sha256((self.prefix or "").encode()).hexdigest()[:16]}
         if method == "gradnorm":
             return {**base, "p": M.GRADNORM_P, "aggregate": "mean over parameter tensors"}
+        if method == "neighbor":
+            return {**base, "n": M.NEIGHBOR_N, "pct_words": M.NEIGHBOR_PCT, "span_words": M.NEIGHBOR_SPAN,
+                    "seed": self.neighbor_seed, "fill": "random words",
+                    "fill_sha256": hashlib.sha256("\n".join(self.fill).encode()).hexdigest()[:16]}
         return base
 
 
@@ -109,10 +117,12 @@ class MethodWorker:
         enc = [s.encode(t)[0] for _, _, t in chunk]
         base = s.score_ids(enc)
         cond = self._conditional(enc) if "recall" in methods else {}
+        neigh = self._neighbours(chunk, enc) if "neighbor" in methods else {}
         out: dict[str, list[dict]] = {m: [] for m in methods}
         for i, ((item_id, kind, text), ids, b) in enumerate(zip(chunk, enc, base)):
             for m in methods:
-                r = self._score(m, ids, b.logprobs, cond.get(i))
+                r = (M.neighbor(float(np.mean(b.logprobs)) if b.logprobs else None, neigh.get(i, []))
+                     if m == "neighbor" else self._score(m, ids, b.logprobs, cond.get(i)))
                 out[m].append({
                     "method_score_id": make_key(self.job.model, kind, item_id, text_hash(text), m, "authors"),
                     "model": self.job.model, "item_id": item_id, "item_kind": kind, "text_hash": text_hash(text),
@@ -151,6 +161,26 @@ class MethodWorker:
             if len(ids) >= MIN_TOKENS:
                 ts, start = next(scored)
                 out[i] = float(np.mean(ts.logprobs[start:]))
+        return out
+
+    def _neighbours(self, chunk, enc: list[list[int]]) -> dict[int, list[float]]:
+        """Average log-likelihoods of each text's NEIGHBOR_N neighbours (a text of fewer than 2 words or
+        tokens has none). Each text draws from its own random.Random seeded by the seed and its hash, so a
+        chunk scores the same alone or with others; the script's one generator over all texts in file order
+        cannot be resumed."""
+        owners, texts = [], []
+        for i, ((_, _, text), ids) in enumerate(zip(chunk, enc)):
+            words = text.split()
+            if len(ids) < MIN_TOKENS or len(words) < 2:
+                continue
+            rng = random.Random(f"{self.job.neighbor_seed}:{text_hash(text)}")
+            for _ in range(M.NEIGHBOR_N):
+                owners.append(i)
+                texts.append(" ".join(M.perturb_words(words, self.job.fill, rng)))
+        out: dict[int, list[float]] = {}
+        for i, ts in zip(owners, self.scorer.score(texts)):
+            if ts.logprobs:
+                out.setdefault(i, []).append(float(np.mean(ts.logprobs)))
         return out
 
     def _grad_norms(self, ids: list[int]) -> list[float]:
@@ -274,7 +304,13 @@ def method_job(lake: Lake, model: str, methods: tuple[str, ...], batch_size: int
             from ingest.score.run import reference_items
 
             freq = reference_frequencies_of(tok, reference_items(lake))
-    return MethodJob(model, methods, batch_size, device, dtype, freq, freq_source, prefix, prefix_source)
+    fill: tuple[str, ...] = ()
+    if "neighbor" in methods:
+        from ingest.score.run import reference_items
+
+        fill = tuple(M.fill_words([t for _, _, t in sorted(reference_items(lake))]))
+    return MethodJob(model, methods, batch_size, device, dtype, freq, freq_source, prefix, prefix_source,
+                     fill=fill)
 
 
 def reference_frequencies_of(tokenizer, items: Sequence[tuple[str, str, str]]) -> np.ndarray:

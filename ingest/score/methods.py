@@ -18,6 +18,11 @@ marts threshold. Parameters whose value came from somewhere name their source in
   parameter tensor's gradient averaged over tensors (the per-parameter p-norm mean with p = 2, as the
   MIMIR/Pandora implementations of this attack compute it); members sit in flatter regions of the loss, so
   member = -raw.
+- Neighbor (Mattern et al., 2023; the authors' `run_neighborhood_threshold.py`): raw = LL(x) - mean_j
+  LL(x~_j) over perturbed neighbours x~_j, LL the average token log-likelihood; their script calls a text
+  a member when raw >= the median, member = raw. Their neighbours replace random spans of words with
+  random words from the reference texts' word pool (`perturb_words`, the default); the paper's neighbours
+  come from a masked language model (ingest/score/neighbors.py, `--neighbor-model`).
 - Joint-Logit (Carlini et al., 2022, "Membership inference attacks from first principles"; no script): the
   logit scaling phi(p) = log(p / (1 - p)) of the model's confidence in the sample, for a language model the
   joint probability of the scored tokens, p = prod_t p(x_t | x_<t): raw = member = S - log(1 - e^S), S the
@@ -27,6 +32,7 @@ marts threshold. Parameters whose value came from somewhere name their source in
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +42,12 @@ DCPDD_A = 0.01  # clipping bound `a`: run_dcpdd_threshold.py's default and exp_s
 RECALL_SHOTS = 12  # prefix shots: run_recall_threshold.py's default and exp_scripts/recall.sh (--num_shots 12)
 RECALL_SEPARATOR = "\n\n"  # run_recall_threshold.py joins the shots with a blank line
 GRADNORM_P = 2.0  # per-parameter-tensor norm
+# Neighbor: run_neighborhood_threshold.py's defaults, as exp_scripts/neighborhood.sh ran them
+NEIGHBOR_N = 10  # --n_perturbations
+NEIGHBOR_PCT = 0.3  # --pct_words_masked
+NEIGHBOR_SPAN = 2  # --span_length (words)
+NEIGHBOR_MAX_FILL_TEXTS = 5000  # --max_fill_texts
+NEIGHBOR_MIN_FILL_VOCAB = 5000  # --min_fill_vocab: a smaller pool of words is rebuilt from every text
 
 
 @dataclass(frozen=True)
@@ -110,4 +122,43 @@ def index_frequencies(logprob_tables: Sequence[np.ndarray], n_tokens: Sequence[i
     out = np.zeros(width, dtype=np.float64)
     for table, n in zip(logprob_tables, n_tokens):
         out[:len(table)] += np.exp(np.asarray(table, dtype=np.float64)) * (n / total if total else 1 / len(n_tokens))
+    return out
+
+
+def neighbor(ll: float | None, neighbour_lls: Sequence[float]) -> MethodScore:
+    """Neighbor from the text's average log-likelihood and its neighbours' (those too short to score are
+    left out, as the script skips their NaN)."""
+    if ll is None or len(neighbour_lls) == 0:
+        return NONE
+    v = float(ll - np.mean(np.asarray(neighbour_lls, dtype=np.float64)))
+    return MethodScore(v, v)
+
+
+def fill_words(texts: Sequence[str], seed: int = 0, max_texts: int = NEIGHBOR_MAX_FILL_TEXTS,
+               min_vocab: int = NEIGHBOR_MIN_FILL_VOCAB) -> list[str]:
+    """The random-fill word pool of run_neighborhood_threshold.py: the sorted distinct whitespace-split words
+    of at most `max_texts` texts (drawn with random.Random(seed).sample when there are more), or of every
+    text when that pool has fewer than `min_vocab` words."""
+    def pool(ts: Sequence[str]) -> list[str]:
+        return sorted({w.strip() for t in ts for w in t.split() if w.strip()})
+
+    use = random.Random(seed).sample(list(texts), k=max_texts) if len(texts) > max_texts else texts
+    words = pool(use)
+    return words if len(words) >= min_vocab or use is texts else pool(texts)
+
+
+def perturb_words(words: Sequence[str], fill: Sequence[str], rng: random.Random, pct: float = NEIGHBOR_PCT,
+                  span: int = NEIGHBOR_SPAN) -> list[str]:
+    """One neighbour as run_neighborhood_threshold.py draws it: round(pct n) words (at least 1) to replace,
+    in ceil(that / span) spans of `span` words starting at uniformly drawn positions (overlaps allowed, cut
+    at the end), each word of a span replaced by a uniformly drawn pool word."""
+    out = list(words)
+    n = len(out)
+    if n == 0 or not fill:
+        return out
+    n_spans = max(1, math.ceil(max(1, round(pct * n)) / span))
+    for _ in range(n_spans):
+        start = rng.randrange(0, n)
+        for i in range(start, min(n, start + span)):
+            out[i] = fill[rng.randrange(len(fill))]
     return out

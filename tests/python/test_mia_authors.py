@@ -90,7 +90,7 @@ def test_both_conventions_are_stored_apart(mini_stack, home, tmp_path) -> None:
 MODEL = "/w/models/m1"
 # unequal (the aggregations differ), 31 in all (the median is a score); wiki has >= 10 (DUCI's calibration)
 SIZES = {"books": 4, "code": 9, "web": 6, "wiki": 12}
-METHOD_ROWS = ("dcpdd", "recall", "gradnorm", "jointlogit")  # text_method_scores, member_score given
+METHOD_ROWS = ("dcpdd", "recall", "gradnorm", "jointlogit", "neighbor")  # text_method_scores, member_score given
 
 
 def _numpy_duci(scores: dict[str, float], domain: dict[str, str]) -> dict[str, float]:
@@ -170,8 +170,8 @@ def test_aggregation_against_numpy(home, tmp_path, aggregation) -> None:
         "mia_loss": _numpy_estimates({k: -v for k, v in loss.items()}, domain, not balanced, balanced),
         "mia_zlib": _numpy_estimates({k: -v / 40 for k, v in loss.items()}, domain, not balanced, balanced),
         "mia_mink": _numpy_estimates(mink, domain, False, balanced),
-        # DC-PDD and ReCaLL: their scripts' >= (a member when DC-PDD's own score <= the median); GradNorm and
-        # Joint-Logit: no script, the loss script's >=
+        # DC-PDD, ReCaLL, Neighbor: their scripts' >= (DC-PDD: a member when its own score <= the median);
+        # GradNorm and Joint-Logit: no script, the loss script's >=
         **{f"mia_{m}": _numpy_estimates(method_scores[m], domain, not balanced, balanced) for m in METHOD_ROWS},
         "mia_duci": _numpy_duci({k: -v for k, v in loss.items()}, domain),  # on the loss scores, any aggregation
     }

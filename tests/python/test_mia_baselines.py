@@ -1,4 +1,4 @@
-"""The Table-2 baselines of `lmaudit score --methods` (DC-PDD, ReCaLL, GradNorm, Joint-Logit), checked per
+"""The Table-2 baselines of `lmaudit score --methods` (DC-PDD, ReCaLL, GradNorm, Joint-Logit, Neighbor), checked per
 text against independent computations on the sandbox-sized GPT-2 of `mini_stack`:
 
 - one unbatched float64 forward pass per text in numpy (log-softmax by hand), written from the authors'
@@ -12,6 +12,7 @@ text against independent computations on the sandbox-sized GPT-2 of `mini_stack`
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import random
 
@@ -23,7 +24,7 @@ from ingest.references import import_references
 
 from conftest import run_cli
 
-METHODS = "dcpdd,recall,gradnorm,jointlogit"
+METHODS = "dcpdd,recall,gradnorm,jointlogit,neighbor"
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +88,12 @@ def _oracle(tok, model, texts: dict[str, str]):
     rng = random.Random(0)
     prefix = "\n\n".join(pool[rng.randrange(len(pool))] for _ in range(12))
     m64 = copy.deepcopy(model).double()
+    fill = sorted({w for t in texts.values() for w in t.split()})  # under 5,000 words: every text's words
     out = {}
     for doc, text in texts.items():
         ids = tok.encode(text)[:limit]
         if len(ids) < 2:
-            for m in ("dcpdd", "recall", "gradnorm", "jointlogit"):
+            for m in ("dcpdd", "recall", "gradnorm", "jointlogit", "neighbor"):
                 out[m, doc] = None
             continue
         lp = _logp(model, ids)[np.arange(len(ids) - 1), ids[1:]]
@@ -111,6 +113,21 @@ def _oracle(tok, model, texts: dict[str, str]):
         params = list(m64.parameters())
         grads = torch.autograd.grad(nll, params)
         out["gradnorm", doc] = float(np.mean([float(g.norm(2)) for g in grads]))
+        # Neighbor: 10 neighbours, each replacing max(1, round(0.3 n)) words in ceil(./2) spans of 2 words at
+        # random starts with random words of the pooled texts; the generator seeded by "0:" + md5 of the text
+        words = text.split()
+        rng = random.Random(f"0:{hashlib.md5(text.encode()).hexdigest()}")
+        lls = []
+        for _ in range(10):
+            w = list(words)
+            for _ in range(max(1, int(np.ceil(max(1, round(0.3 * len(w))) / 2)))):
+                start = rng.randrange(0, len(w))
+                for i in range(start, min(len(w), start + 2)):
+                    w[i] = fill[rng.randrange(len(fill))]
+            pid = tok.encode(" ".join(w))[:limit]
+            if len(pid) >= 2:
+                lls.append(_logp(model, pid)[np.arange(len(pid) - 1), pid[1:]].mean())
+        out["neighbor", doc] = lp.mean() - np.mean(lls) if len(words) >= 2 and lls else None
     return out
 
 
@@ -118,7 +135,7 @@ def test_each_method_matches_an_independent_computation(scored, mini_stack) -> N
     tok, model = _model(mini_stack["model"])
     want = _oracle(tok, model, scored["refs"])
     rows = scored["lake"].read("text_method_scores").to_pylist()
-    assert len(rows) == 4 * 6 and len({r["method_score_id"] for r in rows}) == 24
+    assert len(rows) == 5 * 6 and len({r["method_score_id"] for r in rows}) == 30
     recall_used_prefix = False
     for r in rows:
         w = want[r["method"], r["item_id"]]
@@ -135,7 +152,7 @@ def test_each_method_matches_an_independent_computation(scored, mini_stack) -> N
 
 def test_resuming_and_a_new_recall_prefix(scored, mini_stack, tmp_path) -> None:
     again = _score(scored["lake"], mini_stack["model"], METHODS)
-    assert (again.n_partitions, again.n_skipped) == (8, 8)
+    assert (again.n_partitions, again.n_skipped) == (10, 10)
     before = {(r["method"], r["item_id"]): r for r in scored["lake"].read("text_method_scores").to_pylist()}
     prefix = tmp_path / "nonmembers.txt"
     prefix.write_text("Completely unrelated words about ships and weather. " * 3)

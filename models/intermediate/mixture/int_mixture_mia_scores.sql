@@ -3,7 +3,7 @@
 -- and -(loss / reference-model loss). A score counts only while the document has the text it was computed
 -- from (text_hash = md5 of the current text). `scoring` is the convention the text was scored under
 -- (authors or lmaudit, from `params`; rows written before conventions existed are lmaudit's). The other
--- Table-2 baselines (DC-PDD, ReCaLL, GradNorm, Joint-Logit) come from text_method_scores, already oriented
+-- Table-2 baselines (DC-PDD, ReCaLL, GradNorm, Joint-Logit, Neighbor) come from text_method_scores, already oriented
 -- (member_score), as mia_<method>.
 with
 

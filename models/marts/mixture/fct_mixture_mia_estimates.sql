@@ -7,8 +7,8 @@
 -- member count divided by all members; balanced (lmaudit's earlier choice): the same number of documents
 -- from every domain (the smallest domain's count, the first by md5 of their ids), strict >, the same
 -- normalisation (with equal counts per domain, each domain's share above the median normalised). DC-PDD,
--- ReCaLL, GradNorm and Joint-Logit use the `>=` rule (their scripts' `score <= median` on DC-PDD's own sign
--- and `>=` for ReCaLL; GradNorm and Joint-Logit have no script and follow the loss script).
+-- ReCaLL, GradNorm, Joint-Logit and Neighbor use the `>=` rule (their scripts' `score <= median` on DC-PDD's own sign
+-- and `>=` for ReCaLL and Neighbor; GradNorm and Joint-Logit have no script and follow the loss script).
 -- mia_duci: DUCI as the authors' run_duci_categories.py ran it (exp_scripts/duci_*.sh: --mia_method loss,
 -- --calibration_split 0.3, --threshold_method optimal), on the mia_loss scores, each domain on its own: a
 -- calibration set of max(10, floor(0.3 n)) of its documents (the first by md5 of their ids, where the script
