@@ -56,10 +56,20 @@ def _dbt_environment(home: Path):
                 os.environ[k] = v
 
 
+def check_warehouse_path(home: Path) -> None:
+    """Refuse a warehouse folder DuckDB cannot open: it reads a backslash as a folder separator (`a\\b` opens
+    `a/b`), so the database would be looked for in another folder. (A quote or braces in the path work: the
+    lake source escapes them.)"""
+    if "\\" in str(Path(home).resolve()):
+        raise UserError(f"the warehouse folder {home} has a backslash in its path, which DuckDB reads as a folder "
+                        "separator; move the warehouse (or point -w / $LMAUDIT_HOME) to a path without one")
+
+
 def run_dbt(home: Path, args: Sequence[str], on_event=None):
     """Invoke dbt with the project's own profile; returns dbt's result object."""
     from dbt.cli.main import dbtRunner
 
+    check_warehouse_path(home)
     proj = project_dir()
     home.mkdir(parents=True, exist_ok=True)
     Lake(home).init()
@@ -156,6 +166,7 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
     from ingest.build_vars import check_vars
 
     check_vars(vars_)  # before anything runs: a bad value failed only when its model ran, an unknown name never
+    check_warehouse_path(home)
     args = ["build"]
     if select:
         # a selector that matches nothing is a typo, not "nothing to do": dbt stops before running anything
