@@ -1,8 +1,10 @@
 """Infini-gram (v4) suffix-array indexes of a training corpus: build, attach, query.
 
 `build_index` tokenizes JSONL/Parquet documents and builds the index with the `rust_indexing` binary of
-the infini-gram wheel; `attach_index` describes an index built elsewhere; `IndexEngine` queries either,
-validating the folder first because the C++ engine crashes (or silently miscounts) on damaged input.
+the infini-gram wheel; `attach_index` describes an index built elsewhere (`check_index_folder` checks one
+that has its manifest); `IndexEngine` queries either, validating the folder first (`ingest.index.checks`)
+because the C++ engine crashes (or silently miscounts) on damaged input, and raising `IndexDamaged` for
+impossible values it reads later.
 """
 
 from ingest.index.build import (
@@ -14,9 +16,11 @@ from ingest.index.build import (
     SourceFile,
     attach_index,
     build_index,
+    check_index_folder,
     check_index_path,
     unigram_logprobs,
 )
+from ingest.index.checks import IndexDamaged, validate_index_files
 from ingest.index.engine import DocRecord, EngineError, FindResult, IndexEngine, check_response
 from ingest.index.readers import Document, iter_documents, list_input_files
 from ingest.index.tokenizer import BytesTokenizer, Tokenizer, dtype_for_vocab, load_tokenizer, separator_id
@@ -30,6 +34,7 @@ __all__ = [
     "EngineError",
     "FindResult",
     "IndexBuildError",
+    "IndexDamaged",
     "IndexEngine",
     "IndexManifest",
     "ShardInfo",
@@ -37,6 +42,7 @@ __all__ = [
     "Tokenizer",
     "attach_index",
     "build_index",
+    "check_index_folder",
     "check_index_path",
     "check_response",
     "dtype_for_vocab",
@@ -45,4 +51,5 @@ __all__ = [
     "load_tokenizer",
     "separator_id",
     "unigram_logprobs",
+    "validate_index_files",
 ]

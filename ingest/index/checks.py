@@ -21,7 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from ingest.errors import UserError
-from ingest.index.build import FORBIDDEN_PATH_WORDS, MANIFEST_NAME, IndexManifest, ShardInfo, ptr_size
+from ingest.index.build import (
+    FORBIDDEN_PATH_WORDS,
+    MANIFEST_NAME,
+    IndexManifest,
+    ShardInfo,
+    ptr_size,
+)
 from ingest.index.tokenizer import TOKEN_WIDTH
 
 SA_PROBES = 256  # adjacent rank pairs checked in each suffix array
