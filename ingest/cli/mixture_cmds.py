@@ -9,6 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from ingest.cli.context import console, err_console, state
+from ingest.generate.presets import PRESETS
+
+_NEUTRAL_N = PRESETS["neutral"].n_generations
 
 app = typer.Typer(help="Training-mixture estimates that need no generations, and documented mixtures.",
                   no_args_is_help=True)
@@ -125,7 +128,7 @@ def sweep(
     run: Annotated[Optional[str], typer.Option("--run", help="Classify this existing run's samples (its model is the model swept).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="Sample this model (a local folder, absolute path as the sandbox registered it) instead of --run.")] = None,
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus whose unconditional prompt is sampled (with --model, or with --run for a temperature axis).")] = None,
-    n: Annotated[int, typer.Option("--n", help="Samples of the base run when the sweep samples the model (the neutral preset's 300).")] = 300,
+    n: Annotated[int, typer.Option("--n", help="Samples of the base run when the sweep samples the model (the neutral preset's).")] = _NEUTRAL_N,
     max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="New tokens per sample (default: the neutral preset's, cut to the model's context).")] = None,
     domains: Annotated[Optional[str], typer.Option("--domains", help="Comma-separated reference domains (default: all).")] = None,
     reference_source: Annotated[Optional[str], typer.Option("--reference-source", help="Comma-separated reference_docs sources to use (default: all).")] = None,
@@ -137,8 +140,8 @@ def sweep(
     `classify train` protocol, classifies the samples and runs every estimator; rows go to mixture_sweeps
     (resumable), fct_mixture_sweeps scores them, `lmaudit report` draws Tables 3 and 4."""
     from ingest.errors import UserError
-    from ingest.mixture.sweep import (Sampler, SweepSpec, check_estimators, overlap_by_estimator, parse_grid,
-                                      run_sweep)
+    from ingest.mixture.sweep import (PointConfig, Sampler, SweepSpec, check_estimators, overlap_by_estimator,
+                                      parse_grid, run_sweep)
     from ingest.names import check_name
 
     axes = parse_grid(axis)
@@ -152,6 +155,7 @@ def sweep(
         if not rows:
             raise UserError(f"unknown run {run!r}; list runs with lmaudit sql \"select run_id from stg_runs\"")
         sampler = Sampler(model=rows[0]["model"], run_id=run, corpus=corpus, max_new_tokens=max_new_tokens)
+        base = PointConfig(temperature=float(rows[0]["temperature"] or 1.0))  # the run's own temperature
     else:
         if corpus is None:
             raise UserError("--model samples the model: give --corpus (e.g. the sandbox's sandbox-tiny-...)")
@@ -159,10 +163,11 @@ def sweep(
             raise UserError(f"--model {model}: not a folder; give the model's local folder")
         sampler = Sampler(model=str(Path(model).resolve()), corpus=corpus, n_generations=n,
                           max_new_tokens=max_new_tokens)
+        base = PointConfig(temperature=PRESETS["neutral"].temperature)
     ests = check_estimators(_split(estimators)) if estimators is not None else ()
     folder = Path(sampler.model)
     name = check_name("study name", study or (folder.parent.name if folder.name == "model" else folder.name))
-    spec = SweepSpec(study=name, axes=axes, estimators=ests, seed=seed)
+    spec = SweepSpec(study=name, axes=axes, base=base, estimators=ests, seed=seed)
     printed = []
 
     def show(p, rows, cached):
@@ -186,7 +191,7 @@ def inject(
     base: Annotated[Optional[str], typer.Option("--base", help="The other domains' mixture, e.g. code=0.5,documentation=0.3,boilerplate=0.2 (default: equal).")] = None,
     size: Annotated[str, typer.Option("--size", help="Sandbox size (tiny: minutes).")] = "tiny",
     steps: Annotated[Optional[int], typer.Option("--steps", help="Training steps per model (default: the size's).")] = None,
-    n: Annotated[int, typer.Option("--n", help="Unconditional samples per model (the neutral preset's 300).")] = 300,
+    n: Annotated[int, typer.Option("--n", help="Unconditional samples per model (the neutral preset's).")] = _NEUTRAL_N,
     per_domain: Annotated[int, typer.Option("--per-domain", help="Held-out reference documents per domain for the frozen classifier.")] = 150,
     estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators).")] = None,
     study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>).")] = None,

@@ -21,7 +21,7 @@ from typing import Callable
 
 from ingest.errors import UserError
 from ingest.lake import Lake, make_key
-from ingest.mixture.sweep import (GridPoint, PointConfig, Sampler, TrainedClassifier, documented_truth,
+from ingest.mixture.sweep import (NEUTRAL, GridPoint, PointConfig, Sampler, TrainedClassifier, documented_truth,
                                   load_references, point_done, point_partition, point_rows, train_point_classifier,
                                   TABLE)
 
@@ -100,7 +100,7 @@ class InjectResult:
     timings: dict[str, float]
 
 
-def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = None, n_generations: int = 300,
+def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = None, n_generations: int = NEUTRAL.n_generations,
                per_domain: int = 150, estimators: tuple[str, ...] = (), progress: bool = True,
                log: Callable[[str], None] = lambda s: None) -> InjectResult:
     """Train (or reuse) one sandbox model per share, one frozen classifier, sample, estimate, write."""
@@ -137,7 +137,7 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
         raise UserError(f"no held-out reference documents of {', '.join(missing)}; use a larger --size")
     clf: TrainedClassifier | None = None
     ref_key = make_key(*refs.ids.tolist())
-    base = PointConfig(temperature=1.0)
+    base = PointConfig()  # tfidf, every reference document, the neutral preset's temperature
     computed, skipped, models = [], [], {}
     for s in plan.shares:
         paths, corpus = boxes[s]
@@ -158,7 +158,8 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
             clf = train_point_classifier(refs, base, seed=plan.seed, progress=progress)
             timings["classifier"] = time.perf_counter() - t
         t = time.perf_counter()
-        run_id, texts = sampler.texts(lake, study + f"-{s:g}", 1.0, -1.0, n_generations, progress=progress)
+        run_id, texts = sampler.texts(lake, study + f"-{s:g}", base.temperature, -1.0, n_generations,
+                                      progress=progress)
         nonempty = [x for x in texts if x.strip()]
         gen = clf.crossfit.posteriors(nonempty)
         documented, truth_source = documented_truth(lake, model)

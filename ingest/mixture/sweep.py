@@ -36,8 +36,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ingest.errors import UserError
+from ingest.generate.presets import PRESETS
 from ingest.lake import Lake, make_key, partition_name
 
+NEUTRAL = PRESETS["neutral"]  # the base point samples as `generate --preset neutral` does
 AXES = ("reference", "backend", "granularity", "temperature", "generations")
 TABLE = "mixture_sweeps"
 FINE = "fine"
@@ -61,7 +63,7 @@ class PointConfig:
     backend: str = "tfidf"
     per_domain: int | None = None  # None: every reference document
     granularity: str = FINE
-    temperature: float = 1.0
+    temperature: float = NEUTRAL.temperature
     n_generations: int | None = None  # None: every sample of the base run
 
 
@@ -418,8 +420,8 @@ class Sampler:
     model: str
     run_id: str | None = None
     corpus: str | None = None
-    n_generations: int = 300
-    top_p: float = 1.0
+    n_generations: int = NEUTRAL.n_generations
+    top_p: float = NEUTRAL.top_p
     max_new_tokens: int | None = None
     batch_size: int = 32
     threads: int = 1
@@ -453,11 +455,10 @@ class Sampler:
         from ingest.corpora import corpus_id_for
         from ingest.generate.backends import SamplingConfig, get_backend
         from ingest.generate.plan import prompt_units
-        from ingest.generate.presets import PRESETS
         from ingest.generate.runner import RunSpec, run_generation
         from ingest.prompts.build import build_prompt_set
 
-        preset = PRESETS["neutral"]
+        preset = NEUTRAL
         setting = preset.settings[0]
         if not any(r["corpus_id"] == corpus_id_for(self.corpus) and r["setting"] == setting
                    for r in lake.read("prompts").to_pylist()):
@@ -560,17 +561,17 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
             t0 = time.perf_counter()
             ckey = (c.backend, c.per_domain, c.granularity)
             if ckey not in classifiers:
+                # no nested bar: the sweep's own bar names the point being computed
                 classifiers[ckey] = train_point_classifier(refs, c, seed=spec.seed, calibration=spec.calibration,
-                                                           progress=progress)
+                                                           progress=False)
             clf = classifiers[ckey]
             run_id, texts = sampler.texts(lake, spec.study, c.temperature, spec.base.temperature, n_run,
                                           progress=False)
             pkey = (ckey, run_id)
-            if pkey not in posteriors:
-                keep = [t for t in texts]  # empty ones are scored as '' and dropped below, as classify score does
-                nonempty = [i for i, t in enumerate(keep) if t.strip()]
-                probs = clf.crossfit.posteriors([keep[i] for i in nonempty])
-                full = np.full((len(keep), len(clf.classes)), np.nan)
+            if pkey not in posteriors:  # empty samples get no posterior, as in classify score (NaN rows, dropped)
+                nonempty = [i for i, t in enumerate(texts) if t.strip()]
+                probs = clf.crossfit.posteriors([texts[i] for i in nonempty])
+                full = np.full((len(texts), len(clf.classes)), np.nan)
                 full[nonempty] = probs
                 posteriors[pkey] = full
             n = c.n_generations or len(texts)
