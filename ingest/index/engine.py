@@ -472,7 +472,18 @@ class IndexEngine:
         t = int.from_bytes(qbytes[:self.width], "little")
         segs = self._first.get(t)
         if segs is None:
-            segs = self.find([t])["segment_by_shard"]
+            k = self._kernels()
+            if k is None:
+                segs = self.find([t])["segment_by_shard"]
+            else:
+                # the compiled search over the whole suffix array gives the engine's `find` ranges, and reads a
+                # damaged pointer as a short suffix where the C++ engine would read out of bounds (a crash)
+                q = _np_bytes(t.to_bytes(self.width, "little"))
+                segs = []
+                for s in range(self.num_shards):
+                    m = self._maps_for(s)
+                    lo, hi = k.find_range(m.tk, m.tb, m.ptr_size, q, 0, m.tok_cnt, -1)
+                    segs.append((int(lo), int(hi)))
             self._first[t] = segs
         return segs
 

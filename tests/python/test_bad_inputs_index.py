@@ -91,10 +91,11 @@ def _lake_digest(home: Path) -> dict[str, str]:
             for p in sorted(lake.rglob("*")) if p.is_file() and "_tmp" not in p.parts}
 
 
-def _moved_pointer(dst: Path) -> None:
-    """One suffix-array entry inside the span's rank range moved 40 bytes: every pointer stays in range and on
-    a token, the open checks pass (asserted), the search still returns that rank, its document does not hold
-    the span. Only a full scan finds this; the tracer must notice what it reads."""
+def _moved_pointer(dst: Path, past_end: bool = False) -> None:
+    """One suffix-array entry inside the span's rank range moved 40 bytes (or past the end of the tokens, where
+    the C++ engine would read out of bounds): the open checks pass (asserted), the search still returns that
+    rank, its document does not hold the span. Only a full scan finds this; the tracer must notice what it
+    reads."""
     from ingest.index.build import ptr_size
     from ingest.index.engine import IndexEngine
 
@@ -106,7 +107,8 @@ def _moved_pointer(dst: Path) -> None:
     raw = bytearray((dst / "table.0").read_bytes())
     r = lo + 1
     p = int.from_bytes(raw[r * ps:(r + 1) * ps], "little")
-    raw[r * ps:(r + 1) * ps] = (p + 40).to_bytes(ps, "little")
+    size = (dst / "tokenized.0").stat().st_size
+    raw[r * ps:(r + 1) * ps] = (size + 1000 if past_end else p + 40).to_bytes(ps, "little")
     (dst / "table.0").write_bytes(bytes(raw))
     eng = IndexEngine([str(dst)])  # opening runs the spot checks: they miss it
     got = eng.find_bytes(eng.ids_bytes(list(SPAN.encode())))["segment_by_shard"][0]
@@ -133,8 +135,8 @@ def _damaged(file: str, how: str) -> Callable[[Path, Path], None]:
             m = json.loads(p.read_text())
             m["n_docs"] += 1
             p.write_text(json.dumps(m))
-        elif how == "moved-pointer":
-            _moved_pointer(dst)
+        elif how in ("moved-pointer", "pointer-past-end"):
+            _moved_pointer(dst, past_end=how == "pointer-past-end")
     return setup
 
 
@@ -182,6 +184,8 @@ CASES = [
          setup=_damaged("metaoff.0", "zeros")),
     Case("trace: a moved suffix-array entry no spot check sees", TRACE_BAD,
          "table.0 is damaged (rank", setup=_damaged("table.0", "moved-pointer")),
+    Case("trace: a suffix-array entry past the tokens", TRACE_BAD, "outside the tokens",
+         setup=_damaged("table.0", "pointer-past-end")),
     Case("trace: the re-run after a truncation", TRACE_BAD, "differ from the manifest",
          setup=_damaged("tokenized.0", "half")),
     # -- item 4: `index attach` of a folder with a manifest checks every file --------------------------------
