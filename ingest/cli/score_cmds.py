@@ -34,6 +34,9 @@ def score(
     dcpdd_corpus: Annotated[str | None, typer.Option(help="DC-PDD: token frequencies from this registered corpus's "
                                                           "unigram table (default: the pooled reference documents, "
                                                           "as the authors' script).")] = None,
+    neighbor_model: Annotated[str | None, typer.Option(help="Neighbor: a masked LM folder whose fills make the "
+                                                            "neighbours (default: random words of the reference "
+                                                            "documents, as the authors' script).")] = None,
 ) -> None:
     """Record per-token log-probabilities and loss / zlib / Min-K% / Min-K%++ scores (and with --methods the
     other baselines); resumable."""
@@ -60,7 +63,10 @@ def score(
         raise UserError("--recall-prefix is for ReCaLL; add --methods recall")
     if dcpdd_corpus and "dcpdd" not in names:
         raise UserError("--dcpdd-corpus is for DC-PDD; add --methods dcpdd")
-    mjob = method_job(lake, model, names, batch_size, device, dtype, recall_prefix, dcpdd_corpus) if names else None
+    if neighbor_model and "neighbor" not in names:
+        raise UserError("--neighbor-model is for Neighbor; add --methods neighbor")
+    mjob = method_job(lake, model, names, batch_size, device, dtype, recall_prefix, dcpdd_corpus,
+                      neighbor_model) if names else None
     sources = ([("reference", reference_items(lake))] if reference else []) + \
         [(f"run:{r}", run_items(lake, r)) for r in (run or [])]
     ex = get_executor(executor, workers=workers) if executor != "local" or workers > 1 else None

@@ -15,7 +15,8 @@ What the methods need besides the model is fixed before any worker starts, in th
 - ReCaLL's prefix: by default RECALL_SHOTS reference documents drawn with seed 0 (the authors' script's
   default: shots sampled from the pooled category samples), or a file of known non-member text
   (`--recall-prefix`, the ReCaLL paper's setting);
-- Neighbor's random-fill word pool: the reference documents' words (the authors' script's default).
+- Neighbor's random-fill word pool: the reference documents' words (the authors' script's default), or a
+  masked LM that fills the neighbours (`--neighbor-model`, the paper's way; ingest/score/neighbors.py).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class MethodJob:
     dcpdd_a: float = M.DCPDD_A
     fill: tuple[str, ...] = field(default=(), compare=False, repr=False)  # Neighbor's random-fill word pool
     neighbor_seed: int = 0  # run_neighborhood_threshold.py's --seed default
+    neighbor_model: str | None = None  # a masked LM fills the neighbours (the paper's way) instead of random words
 
     def config(self, method: str) -> dict:
         """What changes `method`'s scores besides the model and the text (its row `params`)."""
@@ -96,8 +98,9 @@ class MethodJob:
             return {**base, "p": M.GRADNORM_P, "aggregate": "mean over parameter tensors"}
         if method == "neighbor":
             return {**base, "n": M.NEIGHBOR_N, "pct_words": M.NEIGHBOR_PCT, "span_words": M.NEIGHBOR_SPAN,
-                    "seed": self.neighbor_seed, "fill": "random words",
-                    "fill_sha256": hashlib.sha256("\n".join(self.fill).encode()).hexdigest()[:16]}
+                    "seed": self.neighbor_seed} | (
+                {"fill": "masked LM", "neighbor_model": self.neighbor_model} if self.neighbor_model else
+                {"fill": "random words", "fill_sha256": hashlib.sha256("\n".join(self.fill).encode()).hexdigest()[:16]})
         return base
 
 
@@ -110,6 +113,11 @@ class MethodWorker:
         self.job = job
         self.scorer = HFScorer(job.model, batch_size=job.batch_size, device=job.device, dtype=job.dtype,
                                start_token=False, max_tokens=MAX_TOKENS, min_tokens=MIN_TOKENS)
+        self.filler = None
+        if job.neighbor_model and "neighbor" in job.methods:
+            from ingest.score.neighbors import MaskedLMFiller
+
+            self.filler = MaskedLMFiller(job.neighbor_model, job.device)
 
     def __call__(self, task: tuple[Sequence[tuple[str, str, str]], Sequence[str]]) -> dict[str, list[dict]]:
         chunk, methods = task
@@ -174,9 +182,15 @@ class MethodWorker:
             if len(ids) < MIN_TOKENS or len(words) < 2:
                 continue
             rng = random.Random(f"{self.job.neighbor_seed}:{text_hash(text)}")
-            for _ in range(M.NEIGHBOR_N):
-                owners.append(i)
-                texts.append(" ".join(M.perturb_words(words, self.job.fill, rng)))
+            if self.filler is not None:
+                from ingest.score.neighbors import masked_positions
+
+                masks = [masked_positions(len(words), rng) for _ in range(M.NEIGHBOR_N)]
+                neighbours = [" ".join(n) for n in self.filler.fill(words, masks)]
+            else:
+                neighbours = [" ".join(M.perturb_words(words, self.job.fill, rng)) for _ in range(M.NEIGHBOR_N)]
+            owners += [i] * len(neighbours)
+            texts += neighbours
         out: dict[int, list[float]] = {}
         for i, ts in zip(owners, self.scorer.score(texts)):
             if ts.logprobs:
@@ -266,7 +280,7 @@ def score_methods(lake: Lake, job: MethodJob, items: Sequence[tuple[str, str, st
 
 def method_job(lake: Lake, model: str, methods: tuple[str, ...], batch_size: int = 8, device: str = "cpu",
                dtype: str = "float32", recall_prefix_file: str | None = None,
-               dcpdd_corpus: str | None = None) -> MethodJob:
+               dcpdd_corpus: str | None = None, neighbor_model: str | None = None) -> MethodJob:
     """A MethodJob with DC-PDD's frequencies and ReCaLL's prefix fixed (see the module docstring); bad
     input is one line before any model weights load."""
     from pathlib import Path
@@ -305,12 +319,16 @@ def method_job(lake: Lake, model: str, methods: tuple[str, ...], batch_size: int
 
             freq = reference_frequencies_of(tok, reference_items(lake))
     fill: tuple[str, ...] = ()
-    if "neighbor" in methods:
+    if "neighbor" in methods and neighbor_model:
+        from ingest.score.neighbors import MaskedLMFiller
+
+        MaskedLMFiller(neighbor_model)  # a folder that is not a masked LM is one line before any scoring
+    elif "neighbor" in methods:
         from ingest.score.run import reference_items
 
         fill = tuple(M.fill_words([t for _, _, t in sorted(reference_items(lake))]))
     return MethodJob(model, methods, batch_size, device, dtype, freq, freq_source, prefix, prefix_source,
-                     fill=fill)
+                     fill=fill, neighbor_model=neighbor_model)
 
 
 def reference_frequencies_of(tokenizer, items: Sequence[tuple[str, str, str]]) -> np.ndarray:

@@ -41,15 +41,16 @@ def scored(mini_stack, tmp_path_factory):
     import_references(lake, refs, folds=2, seed=0)
     base = ["score", "--model", str(mini_stack["model"]), "--reference", "--chunk-size", "4"]
     first = _score(lake, mini_stack["model"], METHODS)  # in-process: a CLI run costs seconds of imports
-    return {"home": home, "lake": lake, "base": base, "first": first,
+    return {"home": home, "lake": lake, "base": base, "first": first, "model": mini_stack["model"],
             "refs": {r["ref_doc_id"]: r["text"] for r in lake.read("reference_docs").to_pylist()}}
 
 
-def _score(lake, model, methods, prefix_file=None):
+def _score(lake, model, methods, prefix_file=None, neighbor_model=None):
     from ingest.score.method_run import method_job, parse_methods, score_methods
     from ingest.score.run import reference_items
 
-    job = method_job(lake, str(model), parse_methods(methods), recall_prefix_file=prefix_file)
+    job = method_job(lake, str(model), parse_methods(methods), recall_prefix_file=prefix_file,
+                     neighbor_model=neighbor_model)
     return score_methods(lake, job, reference_items(lake), "reference", chunk_size=4)
 
 
@@ -164,6 +165,51 @@ def test_resuming_and_a_new_recall_prefix(scored, mini_stack, tmp_path) -> None:
     assert all(json.loads(after[k]["params"])["prefix_source"] == "file:nonmembers.txt" for k in changed)
 
 
+def test_neighbours_from_a_masked_lm(scored, mini_stack, tmp_path) -> None:
+    """--neighbor-model: the same amount of text masked, each masked word filled with the masked LM's most
+    likely token that is neither special nor the word itself; recomputed here with the masked LM's own
+    forward pass."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from ingest.sandbox.masked_lm import build_masked_lm
+
+    mlm_dir = build_masked_lm([d["text"] for d in mini_stack["docs"]], tmp_path / "mlm", vocab_size=300, steps=20)
+    _score(scored["lake"], mini_stack["model"], "neighbor", neighbor_model=str(mlm_dir))
+    rows = {r["item_id"]: r for r in scored["lake"].read("text_method_scores").to_pylist() if r["method"] == "neighbor"}
+    assert len(rows) == 6 and all(json.loads(r["params"])["fill"] == "masked LM" for r in rows.values())
+    mtok, mlm = AutoTokenizer.from_pretrained(mlm_dir), AutoModelForMaskedLM.from_pretrained(mlm_dir).eval()
+    tok, model = _model(mini_stack["model"])
+    special = set(mtok.all_special_ids)
+    for doc, text in scored["refs"].items():
+        ids = tok.encode(text)[:128]
+        words = text.split()
+        if len(ids) < 2 or len(words) < 2:
+            assert rows[doc]["raw_score"] is None
+            continue
+        rng = random.Random(f"0:{hashlib.md5(text.encode()).hexdigest()}")
+        lls = []
+        for _ in range(10):
+            pos = set()
+            for _ in range(max(1, int(np.ceil(max(1, round(0.3 * len(words))) / 2)))):
+                start = rng.randrange(0, len(words))
+                pos |= set(range(start, min(len(words), start + 2)))
+            masked = " ".join("[MASK]" if i in pos else w for i, w in enumerate(words))
+            mids = mtok(masked, truncation=True, max_length=128)["input_ids"]
+            with torch.inference_mode():
+                logits = mlm(input_ids=torch.tensor([mids])).logits[0].double().numpy()
+            new = list(words)
+            for p, at in zip(sorted(pos), [j for j, t in enumerate(mids) if t == mtok.mask_token_id]):
+                own = mtok(words[p], add_special_tokens=False)["input_ids"]
+                banned = special | (set(own) if len(own) == 1 else set())
+                best = max((v, k) for k, v in enumerate(logits[at]) if k not in banned)[1]
+                new[p] = mtok.convert_ids_to_tokens(best)
+            pid = tok.encode(" ".join(new))[:128]
+            lls.append(_logp(model, pid)[np.arange(len(pid) - 1), pid[1:]].mean())
+        lp = _logp(model, ids)[np.arange(len(ids) - 1), ids[1:]]
+        assert rows[doc]["raw_score"] == pytest.approx(lp.mean() - np.mean(lls), abs=1e-4), doc
+
+
 @pytest.mark.slow  # one CLI run end to end (imports torch in a subprocess)
 def test_dcpdd_frequencies_from_a_registered_corpus(mini_stack, tmp_path) -> None:
     from ingest.corpora import register_corpus
@@ -194,8 +240,6 @@ def test_dcpdd_frequencies_from_a_registered_corpus(mini_stack, tmp_path) -> Non
 @pytest.mark.parametrize("args, message", [
     (["--methods", "dcpdd,bogus"], "unknown MIA method 'bogus'"),
     (["--recall-prefix", "p.txt"], "--recall-prefix is for ReCaLL"),
-    (["--methods", "dcpdd", "--dcpdd-corpus", "nope"], "corpus 'nope' is not registered"),
-    (["--methods", "recall", "--recall-prefix", "/nonexistent/p.txt"], "cannot read --recall-prefix"),
     (["--methods", "gradnorm", "--scoring", "lmaudit"], "authors' convention only"),
 ])
 def test_bad_input_is_one_line(scored, args, message) -> None:
@@ -203,3 +247,20 @@ def test_bad_input_is_one_line(scored, args, message) -> None:
     r = run_cli(*scored["base"], *args, home=scored["home"])
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert len(scored["lake"].read("text_method_scores")) == n
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"dcpdd_corpus": "nope"}, "corpus 'nope' is not registered"),
+    ({"recall_prefix_file": "/nonexistent/p.txt"}, "cannot read --recall-prefix"),
+    ({"neighbor_model": "MODEL"}, "is not a masked language model"),  # a causal LM
+    ({"neighbor_model": "/nonexistent/mlm"}, "is not a masked language model"),
+])
+def test_bad_method_input_is_refused_before_scoring(scored, kwargs, message) -> None:
+    """In-process (the CLI turns a UserError into one line, exit 2, as the cases above show)."""
+    from ingest.errors import UserError
+    from ingest.score.method_run import method_job
+
+    kwargs = {k: str(scored["model"]) if v == "MODEL" else v for k, v in kwargs.items()}
+    with pytest.raises(UserError, match=message) as e:
+        method_job(scored["lake"], str(scored["model"]), ("dcpdd", "recall", "neighbor"), **kwargs)
+    assert "\n" not in str(e.value)
