@@ -65,6 +65,7 @@ def _register_optional() -> None:
     app.command("score")(__import__("ingest.cli.score_cmds", fromlist=["score"]).score)
     app.add_typer(__import__("ingest.cli.mixture_cmds", fromlist=["app"]).app, name="mixture")
     __import__("ingest.cli.explore_cmds", fromlist=["register"]).register(app)  # explore, docs
+    app.add_typer(__import__("ingest.cli.vocab_cmds", fromlist=["app"]).app, name="vocab")
 
 
 _register_optional()

@@ -28,7 +28,10 @@ from typing import Any, Callable
 from ingest.errors import UserError
 
 METASPACE = "\u2581"
-_BEFORE_METASPACE = re.compile(f"(?={METASPACE})")
+# SentencePiece words (no pre-tokenizer): a word starts at a "▁" that begins a run of them, and at the last "▁"
+# of a run before a non-space: "▁▁▁▁return" is "▁▁▁" + "▁return", as Llama-2's tokenizer writes it (ids 1678,
+# 736; SentencePiece's allow_whitespace_only_pieces). Splitting before every "▁" broke indentation runs apart.
+_BEFORE_METASPACE = re.compile(f"(?<=[^{METASPACE}])(?={METASPACE})|(?={METASPACE}[^{METASPACE}])")
 
 
 @dataclass(frozen=True)
