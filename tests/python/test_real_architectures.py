@@ -1,0 +1,109 @@
+"""The papers' model architectures with their families' real tokenizers, through generation and scoring
+(issue 29 item 3): tiny random-weight Llama, OLMo-2, GPT-NeoX and GPT-2 models saved as Hugging Face folders,
+each with a tokenizer rebuilt from llama.cpp's GGUF vocabulary (ingest/vocabs/, checked against llama.cpp's
+expected ids in test_real_vocabs.py).
+
+Oracles: the tokenizer file itself for the prompt ids; a greedy loop that recomputes the whole sequence at every
+step (no KV cache) for the hf backend's cached generation, whose cache argument differs between architectures;
+one unpadded forward pass per text for the scorer's padded batches.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# architecture -> (transformers config class, its size arguments, vocabulary, the family's BOS and EOS ids)
+ARCHITECTURES = {
+    "llama": ("LlamaConfig", {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                              "num_key_value_heads": 1}, "llama-spm", 1, 2),
+    "olmo2": ("Olmo2Config", {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                              "num_key_value_heads": 2}, "gpt-neox", 0, 0),  # OLMo-1's tokenizer
+    "gpt_neox": ("GPTNeoXConfig", {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2},
+                 "gpt-neox", 0, 0),
+    "gpt2": ("GPT2Config", {"n_embd": 16, "n_head": 2, "n_positions": 128}, "gpt-2", 50256, 50256),
+}
+TEXTS = ["def main(argv):\n    return 0", "The quick brown fox jumps over the lazy dog, twice."]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    import shutil
+
+    import torch
+    import transformers
+
+    from ingest.errors import UserError
+    from ingest.vocabs import gguf, llamacpp
+
+    try:
+        cache = llamacpp.fetch(names=("llama-spm", "gpt-neox", "gpt-2"))
+    except UserError as e:
+        pytest.skip(f"the real vocabularies could not be fetched: {e}")
+    root = tmp_path_factory.mktemp("arch")
+    toks = {n: gguf.save_tokenizer_folder(cache / f"ggml-vocab-{n}.gguf", root / f"tok-{n}")
+            for n in ("llama-spm", "gpt-neox", "gpt-2")}
+    out = {}
+    for arch, (cfg_name, size, vocab, bos, eos) in ARCHITECTURES.items():
+        from tokenizers import Tokenizer
+
+        n_vocab = Tokenizer.from_file(str(toks[vocab] / "tokenizer.json")).get_vocab_size()
+        extra = {} if arch == "gpt2" else {"max_position_embeddings": 128}
+        layers = {"n_layer": 1} if arch == "gpt2" else {"num_hidden_layers": 1}
+        cfg = getattr(transformers, cfg_name)(vocab_size=n_vocab, bos_token_id=bos, eos_token_id=eos, **size,
+                                              **layers, **extra)
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+        folder = root / arch
+        model.save_pretrained(folder)
+        for f in toks[vocab].iterdir():
+            shutil.copy(f, folder / f.name)
+        out[arch] = folder
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_prompts_are_the_models_own_ids_and_cached_generation_is_exact(models, arch):
+    import torch
+    from tokenizers import Tokenizer
+
+    from ingest.generate.backends import GenRequest, HFBackend, SamplingConfig
+
+    _, _, _, bos, eos = ARCHITECTURES[arch]
+    backend = HFBackend(str(models[arch]), batch_size=4)
+    real = Tokenizer.from_file(str(models[arch] / "tokenizer.json"))
+    for text in TEXTS:
+        assert backend.encode(text) == real.encode(text, add_special_tokens=False).ids
+    assert (backend.bos_id, backend.eos_id) == (bos, eos)
+    assert not getattr(backend.tok, "chat_template", None)
+
+    prompts = [(bos, *backend.encode(t)) for t in TEXTS]
+    reqs = [GenRequest(f"g{i}", p, seed=i) for i, p in enumerate(prompts)]
+    got = backend.generate(reqs, SamplingConfig(temperature=0, top_p=1.0, max_new_tokens=6))
+    for req, out in zip(reqs, got):
+        ids, want = list(req.prompt_ids), []
+        with torch.inference_mode():  # the oracle: the whole sequence again at every step, no cache
+            for _ in range(6):
+                nxt = int(backend.model(input_ids=torch.tensor([ids])).logits[0, -1].argmax())
+                if nxt == eos:
+                    break
+                want.append(nxt)
+                ids.append(nxt)
+        assert list(out.token_ids) == want, arch
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["llama", "gpt_neox"])
+def test_scorer_batches_texts_of_different_lengths_exactly(models, arch):
+    import torch
+
+    from ingest.score.logprobs import HFScorer
+
+    scorer = HFScorer(str(models[arch]), batch_size=2, start_token=True)
+    batched = scorer.score(TEXTS)
+    for text, got in zip(TEXTS, batched):
+        ids, _ = scorer.encode(text)
+        with torch.inference_mode():
+            logp = torch.log_softmax(scorer.model(input_ids=torch.tensor([ids])).logits[0, :-1].float(), -1)
+        want = logp.gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).squeeze(-1).tolist()
+        assert got.logprobs == pytest.approx(want, abs=1e-4), arch
