@@ -32,7 +32,6 @@ class HFScorer:
                  threads: int | None = 1, start_token: bool = True, max_tokens: int | None = None,
                  min_tokens: int = 0):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if threads:
             torch.set_num_threads(threads)
@@ -41,6 +40,8 @@ class HFScorer:
         if device.startswith("cuda") and not torch.cuda.is_available():  # else .to() fails with an AssertionError
             raise UserError(f"--device {device}: no CUDA GPU is usable here (torch.cuda.is_available() is False); "
                             "use --device cpu or --device auto")
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         try:
             self.tok = AutoTokenizer.from_pretrained(model)
             self.model = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).to(device).eval()
