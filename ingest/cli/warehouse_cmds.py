@@ -25,7 +25,7 @@ def build(
     select: Annotated[list[str] | None, typer.Option("--select", "-s", help="dbt selection, e.g. 'staging' or '+fct_propensity'.")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="dbt nodes to leave out.")] = None,
     full_refresh: Annotated[bool, typer.Option(help="Passed to dbt: rebuild the incremental PropMe models (text checks, loop checks, generation facts) from nothing, and reload seed tables. Never needed for new, changed or removed runs or a changed var: those rows are recomputed anyway. Needed after a model's columns change (the build then fails and says so).")] = False,
-    vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML (the propme_* and mixture_* vars of dbt_project.yml), e.g. '{propme_bootstrap_resamples: 1000}'.")] = None,
+    vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML (the propme_* and mixture_* vars of dbt_project.yml; each name and value is checked against its type and range before anything runs), e.g. '{propme_bootstrap_resamples: 1000}'.")] = None,
     full_tests: Annotated[bool, typer.Option("--full-tests", help="Also run dbt's unit tests (they check the models' SQL, not your data) and the full-scan key tests on the largest staging table (keys the lake writer already guarantees); CI runs them, a plain build leaves them out.")] = False,
 ) -> None:
     """Run `dbt build` (models and data tests; --full-tests adds unit tests and full-scan key tests) over the
