@@ -81,12 +81,19 @@ class RayExecutor:
     `num_cpus` per actor is the resource hint (an actor holding an index wants a core of its own).
     `num_gpus_per_worker` reserves GPUs for each actor (a model generating on `cuda`, or vLLM: at least its
     tensor_parallel_size); Ray then sets the actor's CUDA_VISIBLE_DEVICES, so each sees its own GPU(s) as
-    cuda:0. Asking for more GPUs than the cluster has is refused up front (Ray would wait forever)."""
+    cuda:0. Asking for more GPUs than the cluster has is refused up front (Ray would wait forever).
+
+    An actor that dies (a killed process, a lost node, an out-of-memory kill) is restarted by Ray, up to
+    `max_restarts` times, and its unfinished batch is run again on the new actor (`max_task_retries`): workers only
+    compute, the driver alone writes to the lake, and a batch's result depends only on the batch (seeded samples),
+    so a retried batch is neither lost nor written twice."""
 
     workers: int = 1
     address: str | None = None
     num_cpus_per_worker: float = 1.0
     num_gpus_per_worker: float = 0.0
+    max_restarts: int = 2
+    max_task_retries: int = 2
     init_kwargs: dict = field(default_factory=dict)
     name: str = "ray"
 
@@ -115,7 +122,8 @@ class RayExecutor:
             if have < self.num_gpus_per_worker:
                 raise UserError(f"each worker asks for {self.num_gpus_per_worker:g} GPU(s) but the Ray cluster has "
                                 f"{have:g}; lower --gpus-per-worker or add GPU nodes")
-        actor_cls = ray.remote(num_cpus=self.num_cpus_per_worker, num_gpus=self.num_gpus_per_worker)(_RayWorker)
+        actor_cls = ray.remote(num_cpus=self.num_cpus_per_worker, num_gpus=self.num_gpus_per_worker,
+                               max_restarts=self.max_restarts, max_task_retries=self.max_task_retries)(_RayWorker)
         actors = [actor_cls.remote(spec) for _ in range(n_actors)]
         try:
             yield from ActorPool(actors).map(lambda a, b: a.run.remote(b), list(batches))

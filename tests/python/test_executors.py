@@ -1,6 +1,10 @@
-"""The same generation and tracing code on Ray: byte-identical lake rows to the local path."""
+"""The same generation and tracing code on Ray: byte-identical lake rows to the local path; GPUs declared to a
+CPU-only Ray cluster reach each actor as its own CUDA_VISIBLE_DEVICES; a killed actor is replaced and its batch
+run again, nothing lost or repeated (issue 29 item 2)."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -19,7 +23,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def ray_local():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # GPUs declared on a machine without any: Ray schedules them as logical resources and sets each actor's
+    # CUDA_VISIBLE_DEVICES exactly as on a GPU node (the scheduling path `--gpus-per-worker` takes)
+    ray.init(num_cpus=4, num_gpus=4, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     yield
     ray.shutdown()
 
@@ -82,3 +88,60 @@ def test_ray_actors_reserve_gpus_and_refuse_more_than_the_cluster_has(ray_local)
 class _Echo:  # never built: the refusal comes before any actor starts
     def __call__(self, batch):
         return batch
+
+
+class _Devices:
+    """Reports which process ran a batch and which GPUs Ray gave that process."""
+
+    def __call__(self, batch):
+        import os
+
+        return os.getpid(), os.environ.get("CUDA_VISIBLE_DEVICES"), [str(g) for g in ray.get_gpu_ids()]
+
+
+@pytest.mark.parametrize("gpus_per_worker, workers", [(1, 4), (2, 2)])
+def test_declared_gpus_give_each_actor_its_own_devices(ray_local, gpus_per_worker, workers) -> None:
+    from ray import cloudpickle  # Ray's own copy pickles the arguments of actors
+
+    from ingest.executors import RayExecutor, WorkerSpec
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the probe lives in this test module
+    got = list(RayExecutor(workers=workers, num_gpus_per_worker=gpus_per_worker, num_cpus_per_worker=0.5)
+               .map(WorkerSpec(_Devices), [[i] for i in range(8)]))
+    by_pid = {pid: (cvd, ids) for pid, cvd, ids in got}
+    assert len(by_pid) == workers, "one actor per worker"
+    seen: set[str] = set()
+    for cvd, ids in by_pid.values():
+        devices = cvd.split(",")
+        assert len(devices) == gpus_per_worker and sorted(devices) == sorted(ids)
+        assert not seen & set(devices), "two actors share a GPU"
+        seen |= set(devices)
+    assert seen <= {"0", "1", "2", "3"}
+
+
+class _DiesOnce:
+    """Kills its own process the first time it meets batch 3 (a marker file remembers), like an OOM kill."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __call__(self, batch):
+        import os
+
+        if batch == [3] and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)
+        return [b * 10 for b in batch]
+
+
+def test_a_killed_actor_is_replaced_and_its_batch_run_again(ray_local, tmp_path) -> None:
+    from ray import cloudpickle
+
+    from ingest.executors import RayExecutor, WorkerSpec
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    marker = tmp_path / "died"
+    got = list(RayExecutor(workers=2, num_cpus_per_worker=0.5).map(WorkerSpec(_DiesOnce, (str(marker),)),
+                                                                    [[i] for i in range(6)]))
+    assert marker.exists(), "the actor never died: the test did not test anything"
+    assert got == [[0], [10], [20], [30], [40], [50]]
