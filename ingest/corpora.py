@@ -23,7 +23,7 @@ def corpus_id_for(name: str) -> str:
 
 def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict[str, Any]:
     """Write (or replace) the corpus row for an index; the manifest is the source of every number."""
-    from ingest.index.build import IndexManifest
+    from ingest.index.manifest import IndexManifest
 
     from ingest.names import check_name
 
@@ -60,7 +60,8 @@ def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer
     import shutil
     import uuid
 
-    from ingest.index.build import IndexManifest, attach_index, check_index_folder
+    from ingest.index.build import attach_index, check_index_folder
+    from ingest.index.manifest import IndexManifest
     from ingest.index.tokenizer import load_tokenizer
     from ingest.names import check_name
 
@@ -119,7 +120,7 @@ class OpenCorpus:
 
 def open_corpus(lake: Lake, name: str, **engine_kwargs) -> OpenCorpus:
     """Open a registered corpus; refuses an index whose manifest changed since registration."""
-    from ingest.index.build import IndexManifest
+    from ingest.index.manifest import IndexManifest
     from ingest.index.engine import IndexEngine
     from ingest.index.tokenizer import load_tokenizer
 
@@ -140,7 +141,7 @@ def open_corpus(lake: Lake, name: str, **engine_kwargs) -> OpenCorpus:
 
 
 def manifest_summary(index_dir: str | Path) -> str:
-    from ingest.index.build import IndexManifest
+    from ingest.index.manifest import IndexManifest
 
     m = IndexManifest.load(index_dir)
     return json.dumps({"docs": m.n_docs, "tokens": m.n_tokens, "shards": len(m.shards), "dtype": m.dtype})

@@ -7,20 +7,9 @@ because the C++ engine crashes (or silently miscounts) on damaged input, and rai
 impossible values it reads later.
 """
 
-from ingest.index.build import (
-    LOGPROB_NAME,
-    MANIFEST_NAME,
-    IndexBuildError,
-    IndexManifest,
-    ShardInfo,
-    SourceFile,
-    attach_index,
-    build_index,
-    check_index_folder,
-    check_index_path,
-    unigram_logprobs,
-)
+from ingest.index.build import IndexBuildError, attach_index, build_index, check_index_folder, unigram_logprobs
 from ingest.index.checks import IndexDamaged, validate_index_files
+from ingest.index.manifest import LOGPROB_NAME, MANIFEST_NAME, IndexManifest, ShardInfo, SourceFile, check_index_path
 from ingest.index.engine import DocRecord, EngineError, FindResult, IndexEngine, check_response
 from ingest.index.readers import Document, iter_documents, list_input_files
 from ingest.index.tokenizer import BytesTokenizer, Tokenizer, dtype_for_vocab, load_tokenizer, separator_id

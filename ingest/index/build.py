@@ -22,7 +22,6 @@ claims every file whose path contains one of those words.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from array import array
 import importlib.resources
@@ -35,22 +34,27 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ingest.errors import UserError
+from ingest.index.manifest import (  # noqa: F401  (also re-exported: callers that imported them from here)
+    FORBIDDEN_PATH_WORDS,
+    FORMAT_VERSION,
+    INDEX_VERSION,
+    LOGPROB_NAME,
+    MANIFEST_NAME,
+    IndexManifest,
+    ShardInfo,
+    SourceFile,
+    check_index_path,
+    ptr_size,
+)
 from ingest.index.readers import Document, iter_file, list_input_files
 from ingest.index.tokenizer import NUMPY_DTYPE, TOKEN_WIDTH, Tokenizer, load_tokenizer, separator_id
 
-MANIFEST_NAME = "lmaudit-index.json"
-LOGPROB_NAME = "lmaudit-logprob.npy"
-FORMAT_VERSION = 1
-INDEX_VERSION = 4
-FORBIDDEN_PATH_WORDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
 HACK = 100_000  # bytes of overlap between suffix-array parts, as in infini_gram/indexing.py
 _MIN_PART_BYTES = 4 * HACK  # parts smaller than this break rust_indexing: tiny shards use one CPU
 _BATCH_CHARS = 1 << 20
@@ -64,132 +68,6 @@ U32_MIN_MEMORY = 36 << 30
 
 class IndexBuildError(RuntimeError):
     """The `rust_indexing` binary failed (disk full, out of memory, killed): not an input problem."""
-
-
-def check_index_path(path: str | os.PathLike[str], what: str = "index folder") -> str:
-    """Absolute form of `path`; `UserError` if it contains a word the infini-gram engine would misread.
-
-    The engine sorts files into roles by searching the *whole path string* for "tokenized", "table", ...,
-    so a folder called e.g. `tables/` or `offsets/` makes it mix up files and crash (C++ assert).
-    """
-    absolute = os.path.abspath(path)
-    for word in FORBIDDEN_PATH_WORDS:
-        if word in absolute:
-            raise UserError(
-                f"{what} path {absolute} contains '{word}', which crashes the infini-gram engine "
-                f"(it matches file roles by substring); rename the folder so its path avoids "
-                f"{', '.join(FORBIDDEN_PATH_WORDS)}"
-            )
-    return absolute
-
-
-@dataclass
-class ShardInfo:
-    shard: int
-    n_docs: int
-    n_tokens: int  # excluding separators
-    ds_bytes: int  # size of tokenized.s
-    ptr_size: int  # bytes per suffix-array entry
-    has_metadata: bool = True
-
-
-@dataclass
-class SourceFile:
-    path: str  # absolute path at build time
-    rel_path: str  # as stored in the metadata lines ("path")
-    sha256: str
-    bytes: int
-    n_docs: int
-
-
-@dataclass
-class IndexManifest:
-    """Everything needed to open and interpret an index; saved as `lmaudit-index.json` in its folder."""
-
-    dtype: str
-    vocab_size: int
-    separator_id: int
-    eos_token_id: int | None
-    tokenizer: dict[str, Any]
-    n_docs: int
-    n_tokens: int  # excluding separators
-    shards: list[ShardInfo]
-    sources: list[SourceFile] = field(default_factory=list)
-    source_root: str | None = None
-    text_field: str | None = "text"
-    unigram_logprob_file: str | None = LOGPROB_NAME
-    unigram_floor: float | None = None
-    unigram_floor_rule: str = "unseen token: log(0.5 / n_tokens); separators excluded from counts and total"
-    token_width: int = 2
-    index_version: int = INDEX_VERSION
-    format_version: int = FORMAT_VERSION
-    attached: bool = False
-    built_at: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-    software: dict[str, str] = field(default_factory=dict)
-    # set for an attached prebuilt index: its shard files stay in this (possibly read-only, shared) folder,
-    # while this manifest and the unigram table live in the warehouse
-    data_dir: str | None = None
-
-    def shard_dir(self, index_dir: str | os.PathLike[str]) -> str:
-        """Where the shard files (tokenized.s, table.s, ...) of the index described in `index_dir` are."""
-        return self.data_dir or str(index_dir)
-
-    @staticmethod
-    def path_in(index_dir: str | os.PathLike[str]) -> Path:
-        return Path(index_dir) / MANIFEST_NAME
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IndexManifest:
-        data = dict(data)
-        data["shards"] = [ShardInfo(**s) for s in data.get("shards", [])]
-        data["sources"] = [SourceFile(**s) for s in data.get("sources", [])]
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    def save(self, index_dir: str | os.PathLike[str]) -> Path:
-        path = self.path_in(index_dir)
-        tmp = path.with_name(path.name + ".part")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-        return path
-
-    @classmethod
-    def load(cls, index_dir: str | os.PathLike[str]) -> IndexManifest:
-        path = cls.path_in(index_dir)
-        if not Path(index_dir).is_dir():
-            raise UserError(f"index folder {index_dir} does not exist; build it with `lmaudit index build`")
-        if not path.is_file():
-            raise UserError(
-                f"{index_dir} has no {MANIFEST_NAME}; build the index with `lmaudit index build` "
-                "or describe a prebuilt infini-gram index with `lmaudit index attach`"
-            )
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            manifest = cls.from_dict(data)
-        except (ValueError, TypeError) as e:
-            raise UserError(f"{path} is not a valid lmaudit manifest ({e}); rebuild or re-attach the index") from None
-        if manifest.format_version > FORMAT_VERSION:
-            raise UserError(f"{path} has manifest format {manifest.format_version}; upgrade lmaudit to read it")
-        return manifest
-
-    def load_logprobs(self, index_dir: str | os.PathLike[str]) -> np.ndarray:
-        """Unigram log-probabilities (float64, one per token id; unseen ids hold `unigram_floor`)."""
-        if not self.unigram_logprob_file:
-            raise UserError(f"index {index_dir} has no unigram table; re-attach it with `lmaudit index attach`")
-        path = Path(index_dir) / self.unigram_logprob_file
-        try:
-            table = np.load(path)
-        except (OSError, ValueError, EOFError) as e:
-            raise UserError(f"{path} is unreadable ({str(e).splitlines()[0]}); rebuild the index or restore the "
-                            "file") from None
-        if table.ndim != 1 or len(table) < self.vocab_size:
-            raise UserError(f"{path} holds {table.shape} values, not one per token id ({self.vocab_size}); rebuild "
-                            "the index or restore the file")
-        return table
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -262,11 +140,6 @@ def _write_unigram(path: Path, counts: np.ndarray, n_separators: int, tok: Token
     lines = [f"{int(i)} {int(counts[i])}\n" for i in nonzero]
     lines.append(f"{sep} {n_separators}\n")
     path.write_text("".join(lines), encoding="ascii")
-
-
-def ptr_size(ds_bytes: int) -> int:
-    """Bytes per suffix-array pointer, as rust_indexing computes it (at least 1)."""
-    return max(1, int(math.ceil(math.log2(ds_bytes) / 8))) if ds_bytes > 1 else 1
 
 
 def _sha256(path: Path) -> str:

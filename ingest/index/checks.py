@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.errors import UserError
-from ingest.index.build import (
+from ingest.index.manifest import (
     FORBIDDEN_PATH_WORDS,
     MANIFEST_NAME,
     IndexManifest,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ingest.errors import UserError
-from ingest.index.build import IndexManifest, check_index_path, ptr_size
+from ingest.index.manifest import IndexManifest, check_index_path, ptr_size
 from ingest.index.checks import IndexDamaged, index_damaged, validate_index_files
 from ingest.index.tokenizer import TOKEN_WIDTH
 

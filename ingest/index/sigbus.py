@@ -18,7 +18,8 @@ import os
 import signal
 import sys
 
-ENV_VAR = "LMAUDIT_SIGBUS_MESSAGE"
+from ingest.index.sigbus_message import ENV_VAR
+
 _installed = False
 
 

@@ -11,7 +11,7 @@ from numba import cfunc, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ingest.index.sigbus import ENV_VAR
+from ingest.index.sigbus_message import ENV_VAR
 
 
 @intrinsic

@@ -224,7 +224,7 @@ def recall_prefix(items: Sequence[tuple[str, str, str]], shots: int = M.RECALL_S
 def corpus_frequencies(lake: Lake, corpus: str, vocab_size: int) -> np.ndarray:
     """DC-PDD frequencies from a registered corpus's unigram table(s); its tokenizer must be the model's."""
     from ingest.corpora import corpus_row
-    from ingest.index.build import IndexManifest
+    from ingest.index.manifest import IndexManifest
 
     dirs = corpus_row(lake, corpus)["index_dirs"]
     manifests = [IndexManifest.load(d) for d in dirs]

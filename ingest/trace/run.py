@@ -44,7 +44,7 @@ class TraceJob:
         """What a tracing pass is: the indexes' content (their manifests without where and when they were built:
         file hashes, sizes, token counts, software versions stay) and the parameters. So the same corpus traced
         on two machines, or in two warehouses, is the same pass, and every bootstrap seeded from it agrees."""
-        from ingest.index.build import IndexManifest
+        from ingest.index.manifest import IndexManifest
 
         manifests = [json.dumps(manifest_identity(json.loads(IndexManifest.path_in(d).read_text())), sort_keys=True)
                      for d in self.index_dirs]
@@ -54,7 +54,7 @@ class TraceJob:
     def legacy_trace_id(self) -> str:
         """The id passes had before 2026-12-03 (the raw manifest bytes, absolute paths and build time included):
         a warehouse that holds such a pass keeps using it rather than tracing everything again."""
-        from ingest.index.build import IndexManifest
+        from ingest.index.manifest import IndexManifest
 
         manifests = [IndexManifest.path_in(d).read_bytes() for d in self.index_dirs]
         return make_key(hashlib.sha256(b"".join(manifests)).hexdigest(), self.params.to_json())
@@ -157,7 +157,7 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     for what, n in (("--batch-size", batch_size), ("--workers", workers), ("--threads", job.threads)):
         if n < 1:
             raise UserError(f"{what} must be at least 1, got {n}")
-    from ingest.index.build import IndexManifest
+    from ingest.index.manifest import IndexManifest
 
     for d in job.index_dirs:  # one-line errors for a missing folder or manifest, before anything is written
         IndexManifest.load(d)
