@@ -6,8 +6,8 @@ from rich import box
 from rich.table import Table
 
 from ingest.cli.context import console
-from ingest.cli.warehouse_cmds import printable
 from ingest.report.memorized import LONG_SPAN_TOKENS, MemorizedSource
+from ingest.sql_output import printable
 
 
 def print_memorized(rows: list[MemorizedSource]) -> None:

@@ -8,9 +8,10 @@ import typer
 from rich.table import Column, Table
 from rich.text import Text
 
-from ingest.cli.context import console, state
+from ingest.cli.context import console, err_console, state
 from ingest.errors import StepFailed, UserError
 from ingest.home import db_path
+from ingest.sql_output import printable
 
 
 def init(ctx: typer.Context) -> None:
@@ -55,9 +56,16 @@ def sql(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="SQL over the warehouse, e.g. \"select * from stg_runs\"; or @file.sql.")],
     max_rows: Annotated[int, typer.Option(help="Rows to print (the query itself is not limited).")] = 50,
-    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    csv: Annotated[bool, typer.Option("--csv", help="Same as --format csv.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table (default, for the terminal), or for pipes and files: "
+                                     "csv, tsv, json (JSON Lines) or markdown; LF line endings.")] = "table",
 ) -> None:
     """Run a read-only query against the built warehouse (the DuckDB file dbt writes)."""
+    from ingest.sql_output import FORMATS
+
+    fmt = "csv" if csv else fmt
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     import duckdb
 
     st = state(ctx)
@@ -90,26 +98,20 @@ def sql(
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
     finally:
         con.close()
-    if csv:
-        import csv as csvmod
+    if fmt != "table":
         import sys
 
-        w = csvmod.writer(sys.stdout, lineterminator="\n")  # not CRLF: cut, awk and $(...) read plain lines
-        w.writerow(cols)
-        w.writerows(rows[:max_rows])
+        from ingest.sql_output import write_rows
+
+        write_rows(cols, rows[:max_rows], fmt, sys.stdout)
+        if len(rows) > max_rows:  # on stderr: the output itself stays valid csv/json/...
+            err_console.print(f"(first {max_rows} rows written; use --max-rows to get more)")
         return
     _print_rows(cols, rows[:max_rows])
     if not rows:  # the header alone could be missed: say that the query matched nothing
         console.print("0 rows")
     elif len(rows) > max_rows:
         console.print(f"(first {max_rows} rows shown; use --max-rows to see more)")
-
-
-def printable(text: str) -> str:
-    """Control characters shown as escapes: generation text may hold terminal escape sequences (clear screen,
-    window title, hyperlinks) that must not reach the terminal. Newlines and tabs stay; `--csv` keeps raw text."""
-    return "".join(c if c in "\n\t" or not (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else
-                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else c) for c in text)
 
 
 def _print_rows(cols: list[str], rows: list[tuple]) -> None:
