@@ -426,16 +426,18 @@ class Sampler:
     batch_size: int = 32
     threads: int = 1
 
-    def run_id_for(self, study: str, temperature: float, base_temperature: float) -> str:
+    def run_id_for(self, study: str, temperature: float, base_temperature: float, n: int) -> str:
+        """The run a point classifies: the given run at the base temperature, else the sweep's own, named by
+        temperature and sample count (a sweep asking for more samples gets a new run, never a clash)."""
         if self.run_id is not None and temperature == base_temperature:
             return self.run_id
-        return f"sweep-{study}-t{temperature:g}"
+        return f"sweep-{study}-t{temperature:g}-n{n}"
 
     def texts(self, lake: Lake, study: str, temperature: float, base_temperature: float, n_needed: int,
               progress: bool) -> tuple[str, list[str]]:
         """(run id, the first `n_needed` samples' texts in sample order, empty ones as ''), generating the run
         (resumably) when needed."""
-        run_id = self.run_id_for(study, temperature, base_temperature)
+        run_id = self.run_id_for(study, temperature, base_temperature, n_needed)
         if run_id != self.run_id:
             self._generate(lake, run_id, temperature, n_needed, progress)
         from ingest.lake.runs import run_generations
