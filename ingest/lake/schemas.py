@@ -152,6 +152,36 @@ _SPECS = [
         _f("solver_status", pa.string()), _f("null_reason", pa.string()), _f("truth_source", pa.string()),
         _f("params", pa.string()), _f("seconds", pa.float64()), _f("created_at", TS),
     ]), "one estimator's share of one domain at one grid point of a mixture ablation (lmaudit mixture sweep / inject)"),
+    TableSpec("contamination_items", "item_row_id", ("benchmark", "trace_id", "item_id"), pa.schema([
+        _f("item_row_id", pa.string(), False), _f("benchmark", pa.string(), False),
+        _f("trace_id", pa.string(), False), _f("corpus_id", pa.string()), _f("item_id", pa.string(), False),
+        _f("input_text", pa.string(), False), _f("answer_text", pa.string(), False), _f("score", pa.float64()),
+        _f("input_tokens", pa.int32(), False), _f("answer_tokens", pa.int32(), False),
+        _f("source", pa.string()), _f("created_at", TS),
+    ]), "one benchmark item traced against a corpus (lmaudit contamination): its texts, lengths in index tokens, score"),
+    TableSpec("contamination_spans", "span_row_id", ("benchmark", "trace_id", "item_id", "part", "start_tok", "end_tok"),
+              pa.schema([
+                  _f("span_row_id", pa.string(), False), _f("benchmark", pa.string(), False),
+                  _f("trace_id", pa.string(), False), _f("item_id", pa.string(), False),
+                  _f("part", pa.string(), False), _f("start_tok", pa.int32(), False),
+                  _f("end_tok", pa.int32(), False), _f("length", pa.int32(), False), _f("count", pa.int64()),
+                  _f("text", pa.string()),
+              ]), "a maximal span of a benchmark item's input or answer found in the corpus (any length)"),
+    TableSpec("contamination_attacks", "attack_id", ("benchmark", "item_id", "model"), pa.schema([
+        _f("attack_id", pa.string(), False), _f("benchmark", pa.string(), False),
+        _f("item_id", pa.string(), False), _f("model", pa.string(), False), _f("continuation", pa.string(), False),
+        _f("n_tokens", pa.int32()), _f("max_new_tokens", pa.int32()), _f("answer_prefix_share", pa.float64()),
+        _f("reproduced", pa.bool_(), False), _f("created_at", TS),
+    ]), "a model's greedy continuation of a benchmark item's input, and whether it reproduces the answer"),
+    TableSpec("mia_labels", "label_id", ("corpus", "item_kind", "item_id", "text_hash"), pa.schema([
+        _f("label_id", pa.string(), False), _f("corpus", pa.string(), False), _f("item_kind", pa.string(), False),
+        _f("item_id", pa.string(), False), _f("text_hash", pa.string(), False), _f("text", pa.string(), False),
+        _f("domain", pa.string(), False), _f("source", pa.string(), False), _f("label", pa.string(), False),
+        _f("reason", pa.string()), _f("n_tokens", pa.int64()), _f("longest_match", pa.int64()),
+        _f("n_windows", pa.int64()), _f("n_windows_found", pa.int64()), _f("window", pa.int64()),
+        _f("params", pa.string()), _f("created_at", TS),
+    ]), "a membership-inference benchmark candidate labelled member / non_member / ambiguous by exact lookup in a "
+        "corpus's index (lmaudit mia-benchmark label)"),
 ]
 
 TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}
