@@ -178,7 +178,7 @@ _SPECS = [
         _f("item_id", pa.string(), False), _f("text_hash", pa.string(), False), _f("text", pa.string(), False),
         _f("domain", pa.string(), False), _f("source", pa.string(), False), _f("label", pa.string(), False),
         _f("reason", pa.string()), _f("n_tokens", pa.int64()), _f("longest_match", pa.int64()),
-        _f("n_windows", pa.int64()), _f("n_windows_found", pa.int64()), _f("window", pa.int64()),
+        _f("n_windows", pa.int64()), _f("n_windows_found", pa.int64()), _f("window_tokens", pa.int64()),
         _f("params", pa.string()), _f("created_at", TS),
     ]), "a membership-inference benchmark candidate labelled member / non_member / ambiguous by exact lookup in a "
         "corpus's index (lmaudit mia-benchmark label)"),
