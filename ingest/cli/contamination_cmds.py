@@ -1,0 +1,52 @@
+"""`lmaudit contamination`: is a benchmark in the training corpus, and does the model reproduce it?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ingest.cli.context import console, state
+
+
+def contamination(
+    ctx: typer.Context,
+    bench: Annotated[Path, typer.Argument(help="Benchmark items: JSONL (.gz/.zst) or Parquet with id, input, "
+                                               "answer and an optional score per item.")],
+    corpus: Annotated[str | None, typer.Option(help="Registered corpus to trace the items against.")] = None,
+    index: Annotated[list[Path] | None, typer.Option(help="Or index folder(s) instead of --corpus.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model to prefix-attack with each item's input (greedy).")] = None,
+    backend: Annotated[str, typer.Option(help="Generation backend for --model: hf (default) or vllm.")] = "hf",
+    device: Annotated[str, typer.Option(help="hf backend device: auto, cpu or cuda.")] = "cpu",
+    name: Annotated[str | None, typer.Option(help="Benchmark name (default: the file name without suffix).")] = None,
+) -> None:
+    """Trace every item's input and answer against the corpus; with --model, check whether it reproduces the
+    answer from the input. Then `lmaudit build` makes fct_contamination_items and fct_contamination_benchmarks."""
+    from ingest.contamination.run import run_contamination
+    from ingest.corpora import corpus_row
+    from ingest.errors import UserError
+
+    lake = state(ctx).lake
+    if (corpus is None) == (not index):
+        raise UserError("pass exactly one of --corpus NAME or --index DIR")
+    corpus_id = None
+    if index:
+        dirs = tuple(str(Path(d).resolve()) for d in index)
+    else:
+        row = corpus_row(lake, corpus)
+        dirs, corpus_id = tuple(row["index_dirs"]), row["corpus_id"]
+    be = None
+    if model is not None:
+        from ingest.contamination.items import read_items
+        from ingest.generate.backends import get_backend
+
+        read_items(bench)  # a bad file is refused before a model is loaded
+        be = get_backend(backend, model, **({"device": device} if backend == "hf" else {}))
+    s = run_contamination(lake, bench, dirs, corpus_id=corpus_id, name=name, backend=be, model=model)
+    line = (f"benchmark {s.benchmark}: {s.n_items} items traced, {s.n_items_with_spans} with text in the corpus "
+            f"({s.n_spans} spans); trace {s.trace_id[:12]}")
+    if model is not None:
+        line += f"; {s.n_reproduced}/{s.n_attacked} answers reproduced by {model}"
+    console.print(line, highlight=False)
+    console.print("run `lmaudit build` for fct_contamination_items and fct_contamination_benchmarks", highlight=False)

@@ -1,0 +1,62 @@
+"""The prefix attack: greedy decoding from a benchmark item's input, and whether the answer comes out.
+
+Greedy (temperature 0) so the result is one deterministic answer per model. The model may write up to the
+answer's length in its own tokens plus `SLACK_TOKENS` (a leading space or newline the harness would have
+put between input and answer). Reproduced means: the continuation, with runs of whitespace made one space
+and the ends stripped, starts with the answer treated the same way. `answer_prefix_share` is the share of
+the normalised answer's characters that the normalised continuation reproduces from its start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ingest.contamination.items import BenchItem
+
+SLACK_TOKENS = 4
+
+
+@dataclass(frozen=True)
+class Attack:
+    item_id: str
+    continuation: str
+    n_tokens: int
+    max_new_tokens: int
+    answer_prefix_share: float
+    reproduced: bool
+
+
+def squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def prefix_share(continuation: str, answer: str) -> float:
+    """Share of the normalised answer's characters matched from the start of the normalised continuation."""
+    c, a = squeeze(continuation), squeeze(answer)
+    n = 0
+    for x, y in zip(c, a):
+        if x != y:
+            break
+        n += 1
+    return n / len(a) if a else 0.0
+
+
+def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress: bool = True) -> list[Attack]:
+    """One greedy continuation per item from `backend` (ingest.generate.backends)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ingest.generate.backends import GenRequest, SamplingConfig
+
+    out: list[Attack] = []
+    with Progress(TextColumn("[bold]prefix attack"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=not progress, transient=True) as bar:
+        task = bar.add_task("", total=len(items))
+        for it in items:  # one request at a time: each item has its own answer length
+            max_new = len(backend.encode(it.answer)) + SLACK_TOKENS
+            req = GenRequest(it.item_id, (backend.bos_id, *backend.encode(it.input)), 0)  # as `generate` starts prompts
+            g = backend.generate([req], SamplingConfig(temperature=0, top_p=1.0, max_new_tokens=max_new))[0]
+            share = prefix_share(g.text, it.answer)
+            out.append(Attack(it.item_id, g.text, len(g.token_ids), max_new, share, share == 1.0))
+            bar.update(task, advance=1)
+    return out
