@@ -169,6 +169,11 @@ VARS: dict[str, VarSpec] = {s.name: s for s in [
     VarSpec("mixture_mia_aggregation", "choice", _one_of(lambda: ["authors", "balanced"])),
     VarSpec("mixture_mia_scoring", "choice", _one_of(lambda: ["authors", "lmaudit"])),
     VarSpec("mixture_sources_estimator", "estimator", _one_of(_estimators)),
+    VarSpec("contamination_ngram", "int", _int(1, 1_000_000)),
+    VarSpec("contamination_contaminated_share", "float", _FRACTION),
+    VarSpec("contamination_bootstrap_resamples", "int", _RESAMPLES),
+    VarSpec("contamination_bootstrap_seed", "int", _SEED),
+    VarSpec("contamination_ci_level", "float", _LEVEL),
 ]}
 
 
@@ -193,7 +198,7 @@ def check_vars(text: str | None) -> dict[str, Any]:
         if spec is None:
             close = difflib.get_close_matches(str(name), list(VARS), n=1)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise UserError(f"--vars: unknown var {name!r}; {hint}the vars are the propme_* and mixture_* names of "
+            raise UserError(f"--vars: unknown var {name!r}; {hint}the vars are the names of "
                             "dbt_project.yml (docs/warehouse.md)")
         problem = spec.check(value)
         if problem:
