@@ -42,7 +42,6 @@ MIN_TOKENS = 2  # their scripts give a text of fewer tokens no score
 RECALL_SEED = 0  # run_recall_threshold.py's --seed default
 
 
-
 @dataclass(frozen=True)
 class MethodInfo:
     name: str
@@ -84,6 +83,7 @@ class MethodJob:
     fill: tuple[str, ...] = field(default=(), compare=False, repr=False)  # Neighbor's random-fill word pool
     neighbor_seed: int = 0  # run_neighborhood_threshold.py's --seed default
     neighbor_model: str | None = None  # a masked LM fills the neighbours (the paper's way) instead of random words
+    neighbor_model_digest: str = ""  # its files' names, sizes and times: a changed model is scored again
 
     def config(self, method: str) -> dict:
         """What changes `method`'s scores besides the model and the text (its row `params`)."""
@@ -99,7 +99,8 @@ class MethodJob:
         if method == "neighbor":
             return {**base, "n": M.NEIGHBOR_N, "pct_words": M.NEIGHBOR_PCT, "span_words": M.NEIGHBOR_SPAN,
                     "seed": self.neighbor_seed} | (
-                {"fill": "masked LM", "neighbor_model": self.neighbor_model} if self.neighbor_model else
+                {"fill": "masked LM", "neighbor_model": self.neighbor_model,
+                 "neighbor_model_digest": self.neighbor_model_digest} if self.neighbor_model else
                 {"fill": "random words", "fill_sha256": hashlib.sha256("\n".join(self.fill).encode()).hexdigest()[:16]})
         return base
 
@@ -319,16 +320,28 @@ def method_job(lake: Lake, model: str, methods: tuple[str, ...], batch_size: int
 
             freq = reference_frequencies_of(tok, reference_items(lake))
     fill: tuple[str, ...] = ()
+    digest = ""
     if "neighbor" in methods and neighbor_model:
         from ingest.score.neighbors import MaskedLMFiller
 
         MaskedLMFiller(neighbor_model)  # a folder that is not a masked LM is one line before any scoring
+        digest = folder_digest(neighbor_model)
     elif "neighbor" in methods:
         from ingest.score.run import reference_items
 
         fill = tuple(M.fill_words([t for _, _, t in sorted(reference_items(lake))]))
     return MethodJob(model, methods, batch_size, device, dtype, freq, freq_source, prefix, prefix_source,
-                     fill=fill, neighbor_model=neighbor_model)
+                     fill=fill, neighbor_model=neighbor_model, neighbor_model_digest=digest)
+
+
+def folder_digest(folder: str) -> str:
+    """A cheap fingerprint of a model folder (every file's relative name, size and modification time)."""
+    from pathlib import Path
+
+    root = Path(folder)
+    parts = [f"{p.relative_to(root)}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in sorted(root.rglob("*"))
+             if p.is_file()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def reference_frequencies_of(tokenizer, items: Sequence[tuple[str, str, str]]) -> np.ndarray:
