@@ -14,6 +14,7 @@ samples (the `neutral` preset's recipe); every estimator's estimate lands in `mi
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,8 +131,12 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
                               exclude=[p.corpus_jsonl for p, _ in boxes.values()])
     ref_file = home / f"{source}.jsonl"
     write_reference_jsonl(docs, ref_file)
-    import_references(lake, ref_file, cap_per_domain=per_domain, folds=5, seed=plan.seed, source=source)
-    refs = load_references(lake, None, [source])
+    # imported (deduped, capped, folds assigned as `reference import` does) into a scratch lake, not the
+    # warehouse's: a later `classify train` there must not pick up the study's references unasked
+    with tempfile.TemporaryDirectory() as scratch:
+        import_references(Lake(scratch), ref_file, cap_per_domain=per_domain, folds=5, seed=plan.seed,
+                          source=source)
+        refs = load_references(Lake(scratch), None, [source])
     missing = sorted(set(top.size.domain_budgets) - set(refs.domains))
     if missing:
         raise UserError(f"no held-out reference documents of {', '.join(missing)}; use a larger --size")
