@@ -66,6 +66,7 @@ def _register_optional() -> None:
     app.add_typer(__import__("ingest.cli.mixture_cmds", fromlist=["app"]).app, name="mixture")
     __import__("ingest.cli.explore_cmds", fromlist=["register"]).register(app)  # explore, docs
     app.add_typer(__import__("ingest.cli.vocab_cmds", fromlist=["app"]).app, name="vocab")
+    app.add_typer(__import__("ingest.cli.mia_benchmark_cmds", fromlist=["app"]).app, name="mia-benchmark")
     app.command("contamination")(__import__("ingest.cli.contamination_cmds", fromlist=["c"]).contamination)
 
 
