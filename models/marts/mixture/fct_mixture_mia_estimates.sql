@@ -1,6 +1,7 @@
 -- The training mixture by membership-inference aggregation (LLMSurgeon's MIA baselines), one row per (model,
--- estimator, domain). Per model the rows of one scoring convention (var mixture_mia_scoring, authors by
--- default; a model scored only under the other uses that one). Two aggregations (var mixture_mia_aggregation):
+-- estimator, domain). Per model and estimator the rows of one scoring convention (var mixture_mia_scoring,
+-- authors by default; an estimator a model has only under the other uses that one: the --methods
+-- baselines exist under authors only). Two aggregations (var mixture_mia_aggregation):
 -- authors (default), as the authors' run_{mink,minkpp,zlib}_threshold scripts: every scored reference
 -- document, a threshold at the median score of all of them, a document is a member when its score is >= the
 -- threshold (loss, zlib, ref; their zlib script) or > it (Min-K%, Min-K%++; their scripts), and each domain's
@@ -36,6 +37,7 @@ model_scoring as (
 
     select
         scores.model,
+        scores.estimator,
         params.mia_scoring,
         case
             when bool_or(scores.scoring = params.mia_scoring) then params.mia_scoring
@@ -43,7 +45,7 @@ model_scoring as (
         end as scoring
     from scores
     cross join params
-    group by scores.model, params.mia_scoring
+    group by scores.model, scores.estimator, params.mia_scoring
 
 ),
 
@@ -54,6 +56,7 @@ chosen as (
     inner join model_scoring
         on
             scores.model = model_scoring.model
+            and scores.estimator = model_scoring.estimator
             and scores.scoring = model_scoring.scoring
 
 ),
