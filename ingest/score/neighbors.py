@@ -35,6 +35,11 @@ class MaskedLMFiller:
     """A masked LM folder (save_pretrained) loaded once; `fill` makes neighbours of one text."""
 
     def __init__(self, path: str, device: str = "cpu"):
+        from pathlib import Path
+
+        if not Path(path).is_dir():  # refused before transformers is imported
+            raise UserError(f"--neighbor-model {path} is not a masked language model (no such folder); pass a folder "
+                            "written by save_pretrained of a BERT-style model")
         import torch
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 

@@ -241,6 +241,7 @@ def test_dcpdd_frequencies_from_a_registered_corpus(mini_stack, tmp_path) -> Non
     (["--methods", "dcpdd,bogus"], "unknown MIA method 'bogus'"),
     (["--recall-prefix", "p.txt"], "--recall-prefix is for ReCaLL"),
     (["--methods", "gradnorm", "--scoring", "lmaudit"], "authors' convention only"),
+    (["--methods", "neighbor", "--neighbor-model", "/nonexistent/mlm"], "is not a masked language model"),
 ])
 def test_bad_input_is_one_line(scored, args, message) -> None:
     n = len(scored["lake"].read("text_method_scores"))
