@@ -1,0 +1,191 @@
+"""The index-labelled membership-inference benchmark (ingest/mia_benchmark, `lmaudit mia-benchmark`).
+
+Oracles: labels by brute force (`IndexEngine.count` of the whole text and of every 50-token window, not the
+longest-match pass the code uses), AUC and ROC points from scikit-learn (`roc_auc_score`, `roc_curve`), the
+bootstrap against a plain loop over resamples, the mart against scikit-learn on its own groups."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score, roc_curve
+
+from ingest.cli.main import run
+from ingest.corpora import open_corpus, register_corpus
+from ingest.lake import Lake
+from ingest.mia_benchmark.labels import WINDOW
+from ingest.mia_benchmark.metrics import auc, bootstrap_auc, roc_points, tpr_at_fpr
+
+
+def _brute_label(engine, ids: list[int], window: int = WINDOW) -> str:
+    if not ids:
+        return "ambiguous"
+    if engine.count(ids) > 0:
+        return "member"
+    if len(ids) < window:
+        return "ambiguous"
+    if any(engine.count(ids[b:b + window]) > 0 for b in range(len(ids) - window + 1)):
+        return "ambiguous"
+    return "non_member"
+
+
+def _fresh(seed: int, n_words: int = 60) -> str:
+    r = random.Random(seed)
+    return " ".join("".join(r.choice(string.ascii_lowercase) for _ in range(r.randint(3, 8))) for _ in range(n_words))
+
+
+@pytest.fixture(scope="module")
+def bench(mini_stack, tmp_path_factory):
+    """A warehouse with the mini corpus registered and a candidate file of known status."""
+    home = tmp_path_factory.mktemp("mia")
+    lake = Lake(home)
+    lake.init()
+    register_corpus(lake, "mini", [mini_stack["index"]])
+    docs = mini_stack["docs"]
+    cands = [
+        {"id": "whole-doc", "text": docs[0]["text"], "domain": "code"},  # verbatim: member
+        {"id": "cat", "text": docs[-1]["text"], "domain": "prose"},  # verbatim, repeated text: member
+        {"id": "fresh-1", "text": _fresh(1), "domain": "prose"},  # written fresh: non-member
+        {"id": "fresh-2", "text": _fresh(2), "domain": "code"},
+        {"id": "partly", "text": docs[1]["text"][:600] + " " + _fresh(3), "domain": "code"},  # ambiguous
+        {"id": "short", "text": "zqxv wkjh", "domain": "prose"},  # short and absent: ambiguous
+    ]
+    f = home / "cands.jsonl"
+    f.write_text("".join(json.dumps(c) + "\n" for c in cands))
+    return {"home": home, "lake": lake, "file": f, "cands": cands}
+
+
+def test_labels_match_brute_force_lookup(bench, mini_stack) -> None:
+    home, lake = bench["home"], bench["lake"]
+    assert run(["-w", str(home), "mia-benchmark", "label", "--corpus", "mini", "--texts", str(bench["file"]),
+                "--from-corpus", "4", "--max-tokens", "120"]) == 0
+    rows = {r["item_id"]: r for r in lake.read("mia_labels").to_pylist()}
+    expected_status = {"whole-doc": "member", "cat": "member", "fresh-1": "non_member", "fresh-2": "non_member",
+                       "partly": "ambiguous", "short": "ambiguous"}
+    for item_id, label in expected_status.items():
+        assert rows[item_id]["label"] == label, (item_id, rows[item_id]["reason"])
+    oc = open_corpus(lake, "mini")
+    try:
+        for r in rows.values():  # every row, the corpus draws included, against the brute-force rule
+            ids = [int(t) for t in oc.tokenizer.encode(r["text"])]
+            assert r["label"] == _brute_label(oc.engine, ids), r["item_id"]
+            assert r["n_tokens"] == len(ids)
+    finally:
+        oc.engine.close()
+    drawn = [r for r in rows.values() if r["item_kind"] == "corpus_doc"]
+    assert len(drawn) == 4 and all(r["label"] == "member" for r in drawn)
+    assert rows["partly"]["n_windows_found"] > 0 and rows["fresh-1"]["n_windows_found"] == 0
+    # labelling the same file again replaces its rows (no duplicates)
+    n = lake.read("mia_labels").num_rows
+    assert run(["-w", str(home), "mia-benchmark", "label", "--corpus", "mini", "--texts", str(bench["file"])]) == 0
+    assert lake.read("mia_labels").num_rows == n
+
+
+@pytest.mark.parametrize("member,non_member", [
+    ([0.9, 0.8, 0.8, 0.3], [0.8, 0.1, 0.3, 0.3, 0.2]),  # ties across and within groups
+    ([1.0, 1.0, 1.0], [1.0, 1.0]),  # every score tied
+    ([0.5], [0.4, 0.6]),
+    (list(np.linspace(0, 1, 37)), list(np.linspace(-0.5, 0.7, 1500))),  # enough non-members for 0.1 % FPR
+])
+def test_auc_and_tpr_match_scikit_learn(member, non_member) -> None:
+    y = np.r_[np.ones(len(member)), np.zeros(len(non_member))]
+    s = np.r_[member, non_member]
+    assert auc(member, non_member) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+    f2, t2 = roc_points(member, non_member)
+    np.testing.assert_allclose(f2, fpr)
+    np.testing.assert_allclose(t2, tpr)
+    for target in (0.01, 0.001):
+        for drop in (False, True):  # the dropped points never hold the largest TPR under a bound
+            fpr, tpr, _ = roc_curve(y, s, drop_intermediate=drop)
+            assert tpr_at_fpr(member, non_member, target) == pytest.approx(tpr[fpr <= target].max())
+
+
+def test_tpr_at_fpr_by_hand() -> None:
+    # 200 non-members: FPR 0.005 per false positive; members above every non-member but one
+    non = list(range(200))
+    mem = [199.5, 300, 150]
+    assert tpr_at_fpr(mem, non, 0.01) == pytest.approx(2 / 3)  # threshold 199.5: FPR 0 (300 and 199.5)
+    assert tpr_at_fpr(mem, non, 0.001) == pytest.approx(2 / 3)
+
+
+def test_bootstrap_auc_against_a_plain_loop() -> None:
+    r = np.random.default_rng(3)
+    m, n = r.integers(0, 5, 30).astype(float), r.integers(0, 4, 40).astype(float)
+    lo, hi = bootstrap_auc(m, n, n_boot=200, seed=7)
+    rng = np.random.default_rng(7)
+    im = rng.integers(0, len(m), size=(200, len(m)))
+    inn = rng.integers(0, len(n), size=(200, len(n)))
+    aucs = [roc_auc_score(np.r_[np.ones(len(m)), np.zeros(len(n))], np.r_[m[a], n[b]]) for a, b in zip(im, inn)]
+    assert (lo, hi) == pytest.approx((np.quantile(aucs, 0.025), np.quantile(aucs, 0.975)))
+    assert lo <= auc(m, n) <= hi
+
+
+def test_mart_rows_per_domain_and_pooled() -> None:
+    import pyarrow as pa
+
+    from ingest.mia_benchmark.marts import benchmark_table
+
+    r = np.random.default_rng(0)
+    rows = []
+    for domain, shift in (("code", 1.0), ("prose", 0.2)):
+        for label, k in (("member", 25), ("non_member", 40)):
+            for v in r.normal(shift if label == "member" else 0.0, 1.0, k):
+                rows.append({"corpus": "c", "model": "m", "scoring": "authors", "score_name": "mia_loss",
+                             "domain": domain, "label": label, "member_score": float(v)})
+    labels = pa.Table.from_pylist([{"corpus": "c", "domain": "code", "label": "ambiguous"}] * 3
+                                  + [{"corpus": "c", "domain": "prose", "label": "member"}])
+    out = {row["domain"]: row for row in benchmark_table(pa.Table.from_pylist(rows), labels, n_boot=100).to_pylist()}
+    assert set(out) == {"code", "prose", "all"}
+    for domain in ("code", "prose", "all"):
+        g = [x for x in rows if domain == "all" or x["domain"] == domain]
+        y = [x["label"] == "member" for x in g]
+        s = [x["member_score"] for x in g]
+        o = out[domain]
+        assert o["auc"] == pytest.approx(roc_auc_score(y, s))
+        fpr, tpr, _ = roc_curve(y, s)
+        assert o["tpr_at_1pct_fpr"] == pytest.approx(tpr[fpr <= 0.01].max())
+        assert (o["n_members"], o["n_non_members"]) == (sum(y), len(y) - sum(y))
+        assert o["auc_low"] <= o["auc"] <= o["auc_high"]
+    assert (out["code"]["n_ambiguous"], out["prose"]["n_ambiguous"], out["all"]["n_ambiguous"]) == (3, 0, 3)
+
+
+def _lake_files(home: Path) -> set:
+    return {(p.relative_to(home), p.stat().st_size) for p in (home / "lake").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("case,args,message", [
+    ("no source", [], "say what to label"),
+    ("unknown corpus", ["--corpus", "nope", "--reference"], "not registered"),
+    ("missing file", ["--texts", "/nonexistent/c.jsonl"], "no such file"),
+    ("no text", ["--texts", "{no_text}"], "no text"),
+    ("duplicate id", ["--texts", "{dup}"], "duplicate id"),
+    ("no reference docs", ["--reference"], "no reference documents"),
+    ("bad window", ["--texts", "{file}", "--window", "0"], "--window"),
+])
+def test_bad_inputs_are_one_line_exit_2_and_write_nothing(bench, capsys, case, args, message) -> None:
+    home = bench["home"]
+    (home / "no_text.jsonl").write_text('{"id": "a", "text": "hello there"}\n{"id": "b", "text": "  "}\n')
+    (home / "dup.jsonl").write_text('{"id": "a", "text": "hello"}\n{"id": "a", "text": "there"}\n')
+    paths = {"no_text": home / "no_text.jsonl", "dup": home / "dup.jsonl", "file": bench["file"]}
+    args = [a.format(**{k: str(v) for k, v in paths.items()}) for a in args]
+    if "--corpus" not in args:
+        args = ["--corpus", "mini", *args]
+    before = _lake_files(home)
+    capsys.readouterr()
+    assert run(["-w", str(home), "mia-benchmark", "label", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error:") and message in err, err
+    assert _lake_files(home) == before
+
+
+def test_score_without_labels_is_one_line(bench, capsys, tmp_path) -> None:
+    capsys.readouterr()
+    assert run(["-w", str(tmp_path), "mia-benchmark", "score", "--corpus", "mini", "--model", "x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mia-benchmark label" in err, err
