@@ -2,7 +2,8 @@
 
 Greedy (temperature 0) so the result is one deterministic answer per model. The model may write up to the
 answer's length in its own tokens plus `SLACK_TOKENS` (a leading space or newline the harness would have
-put between input and answer). Reproduced means: the continuation, with runs of whitespace made one space
+put between input and answer). An input longer than the model's context leaves room for that budget by
+keeping its last tokens (`prompt_tokens` records how many were given). Reproduced means: the continuation, with runs of whitespace made one space
 and the ends stripped, starts with the answer treated the same way. `answer_prefix_share` is the share of
 the normalised answer's characters that the normalised continuation reproduces from its start.
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ingest.contamination.items import BenchItem
+from ingest.errors import UserError
 
 SLACK_TOKENS = 4
 
@@ -23,6 +25,7 @@ class Attack:
     continuation: str
     n_tokens: int
     max_new_tokens: int
+    prompt_tokens: int
     answer_prefix_share: float
     reproduced: bool
 
@@ -42,6 +45,12 @@ def prefix_share(continuation: str, answer: str) -> float:
     return n / len(a) if a else 0.0
 
 
+def context_length(backend) -> int | None:
+    """The model's context in tokens when the backend exposes a transformers config, else None."""
+    cfg = getattr(getattr(backend, "model", None), "config", None)
+    return getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", None)
+
+
 def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress: bool = True) -> list[Attack]:
     """One greedy continuation per item from `backend` (ingest.generate.backends)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -49,14 +58,22 @@ def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress
     from ingest.generate.backends import GenRequest, SamplingConfig
 
     out: list[Attack] = []
+    ctx = context_length(backend)
     with Progress(TextColumn("[bold]prefix attack"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   disable=not progress, transient=True) as bar:
         task = bar.add_task("", total=len(items))
         for it in items:  # one request at a time: each item has its own answer length
             max_new = len(backend.encode(it.answer)) + SLACK_TOKENS
-            req = GenRequest(it.item_id, (backend.bos_id, *backend.encode(it.input)), 0)  # as `generate` starts prompts
+            ids = backend.encode(it.input)
+            if ctx is not None:
+                room = ctx - max_new - 1  # the start token goes first, as `generate` starts prompts
+                if room < 1:
+                    raise UserError(f"item {it.item_id!r}: its answer needs {max_new} new tokens, more than the "
+                                    f"model's context of {ctx}; drop the item or use a longer-context model")
+                ids = ids[-room:]
+            req = GenRequest(it.item_id, (backend.bos_id, *ids), 0)
             g = backend.generate([req], SamplingConfig(temperature=0, top_p=1.0, max_new_tokens=max_new))[0]
             share = prefix_share(g.text, it.answer)
-            out.append(Attack(it.item_id, g.text, len(g.token_ids), max_new, share, share == 1.0))
+            out.append(Attack(it.item_id, g.text, len(g.token_ids), max_new, len(ids), share, share == 1.0))
             bar.update(task, advance=1)
     return out

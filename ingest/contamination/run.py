@@ -68,7 +68,8 @@ def run_contamination(lake: Lake, file: str | Path, index_dirs: tuple[str, ...],
     spans = [span_row(bench, trace_id, s) for t in traced for s in t.spans]
     attack_rows = [{"attack_id": make_key(bench, a.item_id, model), "benchmark": bench, "item_id": a.item_id,
                     "model": model, "continuation": a.continuation, "n_tokens": a.n_tokens,
-                    "max_new_tokens": a.max_new_tokens, "answer_prefix_share": a.answer_prefix_share,
+                    "max_new_tokens": a.max_new_tokens, "prompt_tokens": a.prompt_tokens,
+                    "answer_prefix_share": a.answer_prefix_share,
                     "reproduced": a.reproduced, "created_at": now} for a in attacks]
     part = partition_name("bench", bench, trace_id[:16])
     with lake.transaction():  # items, spans and attacks appear together or not at all
