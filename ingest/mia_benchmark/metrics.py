@@ -4,8 +4,10 @@ Scores are oriented: higher = more member-like. The ROC curve has one point per 
 non-members at or above it count as predicted members), from (0, 0) to (1, 1), exactly scikit-learn's
 `roc_curve` with `drop_intermediate=False`. AUC is the area under it, which with ties is the Mann-Whitney
 statistic P(member > non-member) + 1/2 P(tie). TPR at FPR t is the largest TPR of a curve point whose FPR is
-<= t (never interpolated): with fewer than 1/t non-members only the point FPR = 0 qualifies, so read TPR at
-0.1 % FPR only with well over 1,000 non-members (`n_non_members` is in every mart row).
+strictly below t, never interpolated: mimir's `tpr[np.where(fpr < t)[0][-1]]` on scikit-learn's curve (the
+points `drop_intermediate` removes never hold that maximum), FPR computed as scikit-learn does (false
+positives / non-members, a float). With 1/t non-members or fewer only the point FPR = 0 qualifies, so read
+TPR at 0.1 % FPR only with well over 1,000 non-members (`n_non_members` is in every mart row).
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ def auc(member: Sequence[float], non_member: Sequence[float]) -> float:
 
 
 def tpr_at_fpr(member: Sequence[float], non_member: Sequence[float], target: float) -> float:
-    """The largest TPR of a ROC point whose FPR <= target."""
+    """The largest TPR of a ROC point whose FPR < target (mimir's rule; FPR 0 always qualifies)."""
     fpr, tpr = roc_points(member, non_member)
-    return float(tpr[fpr <= target + 1e-12].max())
+    return float(tpr[fpr < target].max())
 
 
 def bootstrap_auc(member: Sequence[float], non_member: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED,

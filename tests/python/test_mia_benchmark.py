@@ -103,15 +103,18 @@ def test_auc_and_tpr_match_scikit_learn(member, non_member) -> None:
     for target in (0.01, 0.001):
         for drop in (False, True):  # the dropped points never hold the largest TPR under a bound
             fpr, tpr, _ = roc_curve(y, s, drop_intermediate=drop)
-            assert tpr_at_fpr(member, non_member, target) == pytest.approx(tpr[fpr <= target].max())
+            assert tpr_at_fpr(member, non_member, target) == pytest.approx(tpr[np.where(fpr < target)[0][-1]])
 
 
 def test_tpr_at_fpr_by_hand() -> None:
-    # 200 non-members: FPR 0.005 per false positive; members above every non-member but one
+    # 200 non-members 0..199 (FPR 0.005 per false positive), members 300, 199.5, 198.5, 150
     non = list(range(200))
-    mem = [199.5, 300, 150]
-    assert tpr_at_fpr(mem, non, 0.01) == pytest.approx(2 / 3)  # threshold 199.5: FPR 0 (300 and 199.5)
-    assert tpr_at_fpr(mem, non, 0.001) == pytest.approx(2 / 3)
+    mem = [300, 199.5, 198.5, 150]
+    # threshold 199.5: FPR 0, TPR 2/4; threshold 198.5: FPR 1/200, TPR 3/4; 198: FPR 2/200 = 0.01, not < 0.01
+    assert tpr_at_fpr(mem, non, 0.01) == 0.75
+    assert tpr_at_fpr(mem, non, 0.0051) == 0.75
+    assert tpr_at_fpr(mem, non, 0.005) == 0.5  # strictly below, as mimir
+    assert tpr_at_fpr(mem, non, 0.001) == 0.5
 
 
 def test_bootstrap_auc_against_a_plain_loop() -> None:
@@ -149,7 +152,7 @@ def test_mart_rows_per_domain_and_pooled() -> None:
         o = out[domain]
         assert o["auc"] == pytest.approx(roc_auc_score(y, s))
         fpr, tpr, _ = roc_curve(y, s)
-        assert o["tpr_at_1pct_fpr"] == pytest.approx(tpr[fpr <= 0.01].max())
+        assert o["tpr_at_1pct_fpr"] == pytest.approx(tpr[np.where(fpr < 0.01)[0][-1]])
         assert (o["n_members"], o["n_non_members"]) == (sum(y), len(y) - sum(y))
         assert o["auc_low"] <= o["auc"] <= o["auc_high"]
     assert (out["code"]["n_ambiguous"], out["prose"]["n_ambiguous"], out["all"]["n_ambiguous"]) == (3, 0, 3)
