@@ -81,9 +81,11 @@ class Benchmark:
 
 def benchmark(member: Sequence[float], non_member: Sequence[float], n_boot: int = N_BOOT, seed: int = SEED,
               ci_level: float = CI_LEVEL) -> Benchmark:
-    """Every number of a mart row; NaN scores are dropped first (a score a text has none of)."""
-    m = np.asarray(member, dtype=float)
-    n = np.asarray(non_member, dtype=float)
+    """Every number of a mart row; NaN scores are dropped first (a score a text has none of). Scores are sorted
+    before the bootstrap: the rows reach the mart in no fixed order, and the same seed must give the same
+    interval whatever the order."""
+    m = np.sort(np.asarray(member, dtype=float))
+    n = np.sort(np.asarray(non_member, dtype=float))
     m, n = m[~np.isnan(m)], n[~np.isnan(n)]
     if not len(m) or not len(n):
         return Benchmark(len(m), len(n), None, None, None, None, None)

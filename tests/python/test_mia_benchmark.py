@@ -156,6 +156,9 @@ def test_mart_rows_per_domain_and_pooled() -> None:
         assert (o["n_members"], o["n_non_members"]) == (sum(y), len(y) - sum(y))
         assert o["auc_low"] <= o["auc"] <= o["auc_high"]
     assert (out["code"]["n_ambiguous"], out["prose"]["n_ambiguous"], out["all"]["n_ambiguous"]) == (3, 0, 3)
+    shuffled = pa.Table.from_pylist([rows[i] for i in np.random.default_rng(1).permutation(len(rows))])
+    again = {row["domain"]: row for row in benchmark_table(shuffled, labels, n_boot=100).to_pylist()}
+    assert again == out  # the same interval whatever order the rows arrive in
 
 
 def _lake_files(home: Path) -> set:
