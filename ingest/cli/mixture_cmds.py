@@ -186,32 +186,34 @@ def sweep(
 @app.command("inject")
 def inject(
     ctx: typer.Context,
-    domain: Annotated[str, typer.Option("--domain", help="The sandbox domain injected at known shares (code, boilerplate, documentation, headers).")] = "headers",
-    shares: Annotated[str, typer.Option("--shares", help="Comma-separated shares of the injected domain in the training text, e.g. 0,0.05,0.1,0.2 (the paper's 5/10/20 % and a control).")] = "0,0.05,0.1,0.2",
+    domain: Annotated[str, typer.Option("--domain", help="The sandbox domain injected at known shares (code, boilerplate, documentation, headers).")] = "boilerplate",
+    shares: Annotated[Optional[str], typer.Option("--shares", help="Comma-separated shares of the injected domain in the training text (default 0,0.05,0.1,0.2: the paper's 5/10/20 % and a control without it).")] = None,
     base: Annotated[Optional[str], typer.Option("--base", help="The other domains' mixture, e.g. code=0.5,documentation=0.3,boilerplate=0.2 (default: equal).")] = None,
     size: Annotated[str, typer.Option("--size", help="Sandbox size (tiny: minutes).")] = "tiny",
-    steps: Annotated[Optional[int], typer.Option("--steps", help="Training steps per model (default: the size's).")] = None,
+    steps: Annotated[Optional[int], typer.Option("--steps", help="Training steps per model (default 1200: the tiny mixture models imitate their data at 1200 steps, not at tiny's 420; BENCHMARKS.md).")] = None,
     n: Annotated[int, typer.Option("--n", help="Unconditional samples per model (the neutral preset's).")] = _NEUTRAL_N,
     per_domain: Annotated[int, typer.Option("--per-domain", help="Held-out reference documents per domain for the frozen classifier.")] = 150,
     estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators).")] = None,
-    study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>).")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>-<steps>steps).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sandboxes, reference documents and classifier.")] = 0,
 ) -> None:
     """LLMSurgeon's toxic injection (Table 9) on the sandbox: one model per share of an injected domain
     (cached), one frozen classifier, the estimate of the injected share beside the truth; rows go to
     mixture_sweeps (axis inject), fct_mixture_sweeps scores them, `lmaudit report` draws Table 9 and its figure."""
     from ingest.errors import UserError
-    from ingest.mixture.inject import make_plan, parse_shares, run_inject
+    from ingest.mixture.inject import (DEFAULT_SHARES, DEFAULT_STEPS, default_study, make_plan, parse_shares,
+                                       run_inject)
     from ingest.mixture.sweep import check_estimators
 
     if n < 1 or per_domain < 5:
         raise UserError("--n must be >= 1 and --per-domain >= 5 (the cross-fitting folds)")
     ests = check_estimators(_split(estimators)) if estimators is not None else ()
-    plan = make_plan(domain, parse_shares(shares), base, size, steps, seed)
+    shares_ = DEFAULT_SHARES if shares is None else parse_shares(shares)
+    plan = make_plan(domain, shares_, base, size, DEFAULT_STEPS if steps is None else steps, seed)
     st = state(ctx)
     res = run_inject(st.lake, st.home, plan, study=study, n_generations=n, per_domain=per_domain, estimators=ests,
                      log=lambda s: console.print(s, markup=False, highlight=False))
-    name = study or f"inject-{domain}"
+    name = study or default_study(plan)
     rows = [r for r in st.lake.read("mixture_sweeps").to_pylist()
             if r["study"] == name and r["axis"] == "inject" and r["domain"] == domain]
     console.print(f"injected {domain}: {len(res.computed)} models estimated, {len(res.skipped)} done before, "

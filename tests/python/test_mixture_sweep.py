@@ -14,7 +14,7 @@ import pytest
 from ingest.errors import UserError
 from ingest.importers.generations import import_generations
 from ingest.lake import Lake, make_key
-from ingest.mixture.inject import make_plan, parse_shares
+from ingest.mixture.inject import default_study, make_plan, parse_shares
 from ingest.mixture.sweep import (TABLE, Axis, Sampler, SweepSpec, classes_of, parse_axis, parse_grid, run_sweep,
                                   truth_for)
 from ingest.references import import_references
@@ -80,6 +80,8 @@ def test_injection_plan_and_its_bad_inputs() -> None:
     plan = make_plan("headers", (0.0, 0.1), None, "tiny", None, 0)
     # equal base over the three other domains, scaled by 1 - share: 0.9 / 3 = 0.3 each
     assert plan.mixture_spec(0.1) == "boilerplate=0.3,code=0.3,documentation=0.3,headers=0.1"
+    assert default_study(plan) == "inject-headers-420steps"  # tiny's own budget; another budget, another study
+    assert default_study(make_plan("headers", (0.0, 0.1), None, "tiny", 1200, 0)) == "inject-headers-1200steps"
     plan = make_plan("code", (0.0, 0.2), "documentation=3,boilerplate=1", "tiny", None, 0)
     assert plan.mixture_spec(0.2) == "boilerplate=0.2,code=0.2,documentation=0.6"
     with pytest.raises(UserError, match="not a sandbox domain"):
