@@ -50,3 +50,42 @@ def contamination(
         line += f"; {s.n_reproduced}/{s.n_attacked} answers reproduced by {model}"
     console.print(line, highlight=False)
     console.print("run `lmaudit build` for fct_contamination_items and fct_contamination_benchmarks", highlight=False)
+
+
+def contamination_sample(
+    ctx: typer.Context,
+    corpus: Annotated[str, typer.Option(help="Registered corpus to draw the items from.")],
+    out: Annotated[Path, typer.Option(help="Benchmark file to write (.jsonl).")],
+    n: Annotated[int, typer.Option(help="Items of each kind: copied, half-copied, fresh.")] = 20,
+    seed: Annotated[int, typer.Option(help="Which documents and words are drawn.")] = 0,
+    model: Annotated[str | None, typer.Option(help="Also write each item's score under this model: the mean "
+                                                   "log-probability of the answer's tokens given the input.")] = None,
+) -> None:
+    """Write a small benchmark of items copied from the corpus, half-copied and written fresh (a known answer
+    for `lmaudit contamination`; the sandbox recipe in README.md)."""
+    import json
+
+    from ingest.contamination.sample import item_records, sample_benchmark
+    from ingest.corpora import open_corpus
+    from ingest.errors import UserError
+
+    if not out.name.endswith(".jsonl"):
+        raise UserError(f"--out {out}: write a .jsonl file")
+    if out.parent and not out.parent.is_dir():
+        raise UserError(f"--out {out}: folder {out.parent} does not exist; create it first")
+    oc = open_corpus(state(ctx).lake, corpus)
+    items = sample_benchmark(oc.engine, oc.tokenizer, n, seed)
+    if model is not None:
+        from ingest.contamination.answer_scores import score_items
+
+        items = score_items(model, items)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in item_records(items)), encoding="utf-8")
+    tmp.replace(out)
+    console.print(f"wrote {len(items)} items to {out} ({n} copied, {n} half-copied, {n} fresh"
+                  f"{'; scored by ' + model if model else ''})", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("contamination")(contamination)
+    app.command("contamination-sample")(contamination_sample)

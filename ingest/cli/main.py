@@ -67,7 +67,7 @@ def _register_optional() -> None:
     __import__("ingest.cli.explore_cmds", fromlist=["register"]).register(app)  # explore, docs
     app.add_typer(__import__("ingest.cli.vocab_cmds", fromlist=["app"]).app, name="vocab")
     app.add_typer(__import__("ingest.cli.mia_benchmark_cmds", fromlist=["app"]).app, name="mia-benchmark")
-    app.command("contamination")(__import__("ingest.cli.contamination_cmds", fromlist=["c"]).contamination)
+    __import__("ingest.cli.contamination_cmds", fromlist=["register"]).register(app)  # contamination, -sample
 
 
 _register_optional()

@@ -56,7 +56,7 @@ def read_items(path: str | Path) -> list[BenchItem]:
     items: list[BenchItem] = []
     first_row: dict[str, int] = {}
     for i, rec in iter_records(path):
-        field, raw_id = _pick(rec, ID_FIELDS)
+        _, raw_id = _pick(rec, ID_FIELDS)
         if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
             raise UserError(f"{path}, row {i}: needs an 'id' (a string or integer) for the item")
         item_id = str(raw_id)

@@ -38,8 +38,8 @@ def seed_for(seed: int, key: str) -> int:
 def score_gap(a: Sequence[float], b: Sequence[float], resamples: int, seed: int, level: float) -> ScoreGap:
     """Means of groups a and b, b - a, and their percentile intervals at `level` from `resamples` replicates."""
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    mean = lambda x: float(x.mean()) if len(x) else None  # noqa: E731
-    ma, mb = mean(xa), mean(xb)
+    ma = float(xa.mean()) if len(xa) else None
+    mb = float(xb.mean()) if len(xb) else None
     gap = None if ma is None or mb is None else mb - ma
     rng = np.random.default_rng(seed)
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]

@@ -89,6 +89,11 @@ def build_report(home: Path, out: Path | None = None) -> Report:
                 skipped.append("mixture_injection: no data")
         except Exception as e:  # noqa: BLE001 - a missing mart leaves a note, not a crash
             skipped.append(f"mixture_injection: {str(e).splitlines()[0]}")
+        from ingest.report.contamination import contamination_section
+
+        c_html, c_images, c_skipped = contamination_section(con, out)  # benchmark contamination
+        tables, skipped = tables + c_html, skipped + c_skipped
+        images.update(c_images)
         from ingest.explore.links import report_section
 
         tables += report_section(con, home, out)  # links into `lmaudit explore`

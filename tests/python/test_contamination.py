@@ -110,6 +110,7 @@ def _rows(home: Path, sql: str) -> list[dict]:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
+@pytest.mark.slow  # a real `lmaudit contamination` and `lmaudit build` (module fixture, ~25 s)
 def test_items_match_brute_force_ngrams_and_spans(mini_stack, items, warehouse) -> None:
     corpus = Corpus(mini_stack)
     got = {r["item_id"]: r for r in _rows(warehouse["home"], "select * from fct_contamination_items")}
@@ -131,6 +132,7 @@ def test_items_match_brute_force_ngrams_and_spans(mini_stack, items, warehouse) 
     assert got["fresh"]["status"] == got["fresh2"]["status"] == "clean"
 
 
+@pytest.mark.slow  # a real `lmaudit contamination` and `lmaudit build` (module fixture, ~25 s)
 def test_prefix_attack_matches_greedy_generate(items, warehouse) -> None:
     att = {r["item_id"]: r for r in _rows(warehouse["home"], "select * from stg_contamination_attacks")}
     assert set(att) == {i["id"] for i in items}
@@ -140,6 +142,7 @@ def test_prefix_attack_matches_greedy_generate(items, warehouse) -> None:
     assert "1/5 answers reproduced" in warehouse["out"]
 
 
+@pytest.mark.slow  # a real `lmaudit contamination` and `lmaudit build` (module fixture, ~25 s)
 def test_benchmark_rates_by_hand(warehouse) -> None:
     got = {r["item_id"]: r["status"] for r in _rows(warehouse["home"], "select * from fct_contamination_items")}
     att = {r["item_id"]: r["reproduced"] for r in _rows(warehouse["home"], "select * from stg_contamination_attacks")}
@@ -200,3 +203,23 @@ def test_bad_benchmarks_are_one_line_exit_2_nothing_written(mini_stack, tmp_path
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], proc.stderr
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == before
+
+
+def test_sampled_benchmark_copies_and_invents_as_it_says(mini_stack) -> None:
+    from ingest.contamination.sample import ANSWER_CHARS, INPUT_CHARS, sample_benchmark
+    from ingest.index.engine import IndexEngine
+    from ingest.index.tokenizer import load_tokenizer
+
+    engine = IndexEngine([str(mini_stack["index"])])
+    items = sample_benchmark(engine, load_tokenizer(str(mini_stack["model"] / "tokenizer.json")), 2, seed=1)
+    texts = [d["text"] for d in mini_stack["docs"]]
+    kinds = [i.item_id.split("-")[0] for i in items]
+    assert kinds == ["copied"] * 2 + ["half"] * 2 + ["fresh"] * 2
+    for it in items:
+        whole = it.input + it.answer
+        if it.item_id.startswith("copied"):  # input then answer, cut from one document as they are
+            assert any(whole in t for t in texts) and len(whole) == INPUT_CHARS + ANSWER_CHARS
+        elif it.item_id.startswith("half"):
+            assert any(it.input[:INPUT_CHARS // 2] in t for t in texts) and not any(it.answer in t for t in texts)
+        else:
+            assert not any(it.input[:40] in t for t in texts) and not any(it.answer[:40] in t for t in texts)
