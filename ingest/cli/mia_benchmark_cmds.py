@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from ingest.cli.context import console, state
+from ingest.mia_benchmark.candidates import CORPUS_MAX_TOKENS
+from ingest.mia_benchmark.labels import WINDOW
 
 app = typer.Typer(help="A membership-inference benchmark labelled by exact lookup in a corpus's index "
                        "(docs/mia-benchmark.md).", no_args_is_help=True)
@@ -24,10 +26,11 @@ def label(
                                                                      "optional domain (repeatable).")] = None,
     from_corpus: Annotated[int, typer.Option("--from-corpus", help="Draw this many corpus documents (members, "
                                                                    "cut to --max-tokens).")] = 0,
-    max_tokens: Annotated[int, typer.Option(help="Index tokens kept of each drawn corpus document.")] = 512,
+    max_tokens: Annotated[int, typer.Option(help="Index tokens kept of each drawn corpus document.")]
+    = CORPUS_MAX_TOKENS,
     seed: Annotated[int, typer.Option(help="Seed of the corpus draw.")] = 0,
     window: Annotated[int, typer.Option(help="A non-member has none of its WINDOW-token windows in the corpus.")]
-    = 50,
+    = WINDOW,
 ) -> None:
     """Label candidates member / non_member / ambiguous by exact lookup; a source labelled again is replaced."""
     from ingest.mia_benchmark.run import LabelRequest, label_benchmark
@@ -62,7 +65,7 @@ def score(
         raise UserError(f"--dtype must be float32, bfloat16 or float16, not {dtype!r}")
     lake = state(ctx).lake
     job = ScoreJob(model, None, batch_size, device, dtype, scoring)
-    job.convention  # an unknown --scoring is one line before the model loads
+    _ = job.convention  # an unknown --scoring is one line before the model loads
     for source, items in score_sources(lake, corpus):
         s = score_items(lake, job, items, source, chunk_size=chunk_size)
         console.print(f"scored {source}: {s.n_items} texts ({s.n_skipped}/{s.n_chunks} chunks already done) "

@@ -20,8 +20,14 @@ from pathlib import Path
 
 from ingest.errors import UserError
 from ingest.lake import Lake, make_key, partition_name, text_hash
-from ingest.mia_benchmark.candidates import (CORPUS_MAX_TOKENS, Candidate, corpus_candidates, file_candidates,
-                                             reference_candidates, run_candidates)
+from ingest.mia_benchmark.candidates import (
+    CORPUS_MAX_TOKENS,
+    Candidate,
+    corpus_candidates,
+    file_candidates,
+    reference_candidates,
+    run_candidates,
+)
 from ingest.mia_benchmark.labels import AMBIGUOUS, WINDOW, membership
 
 TABLE = "mia_labels"
@@ -77,7 +83,13 @@ def gather(lake: Lake, req: LabelRequest, corpus) -> list[Candidate]:
 
 def label_benchmark(lake: Lake, req: LabelRequest, progress: bool = True) -> LabelSummary:
     """Label every candidate of `req` against the corpus's index and write them, one partition per source."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from ingest.corpora import open_corpus
 
