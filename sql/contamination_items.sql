@@ -30,4 +30,4 @@ final as (
 )
 
 select * from final
-order by benchmark, status = 'partly', greatest(input_longest_span, answer_longest_span) desc, item_id
+order by benchmark asc, status = 'partly' asc, greatest(input_longest_span, answer_longest_span) desc, item_id asc

@@ -40,7 +40,7 @@ def class_figure(rows: list[dict], path: Path) -> bool:
     if not seen:
         return False
     names = list(seen)
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 2), 3.2))
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * len(names) + 2), 3.2))
     bottom = [0.0] * len(names)
     for cls, colour in (("clean", "#4c9a5b"), ("partly", "#e0a83a"), ("contaminated", "#c0392b")):
         share = [seen[n][cls] / seen[n]["items"] for n in names]
@@ -49,7 +49,7 @@ def class_figure(rows: list[dict], path: Path) -> bool:
     ax.set_ylabel("share of items")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(f"Benchmark items in the training corpus ({rows[0]['ngram']}-gram rule)", fontsize=10)
+    ax.set_title(f"Benchmark items in the corpus ({rows[0]['ngram']}-gram rule)", fontsize=10)
     return save_figure(fig, path)
 
 
