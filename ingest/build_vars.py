@@ -174,6 +174,9 @@ VARS: dict[str, VarSpec] = {s.name: s for s in [
     VarSpec("contamination_bootstrap_resamples", "int", _RESAMPLES),
     VarSpec("contamination_bootstrap_seed", "int", _SEED),
     VarSpec("contamination_ci_level", "float", _LEVEL),
+    VarSpec("mia_benchmark_bootstrap_resamples", "int", _RESAMPLES),
+    VarSpec("mia_benchmark_bootstrap_seed", "int", _SEED),
+    VarSpec("mia_benchmark_ci_level", "float", _LEVEL),
 ]}
 
 

@@ -27,6 +27,15 @@ SCHEMA = pa.schema([
 ])
 
 
+def params_of(params: Any) -> tuple[int, int, float]:
+    """(replicates, seed, level) from int_mia_benchmark_params' one row (the library defaults without one)."""
+    rows = arrow_of(params).to_pylist()
+    if not rows:
+        return N_BOOT, SEED, CI_LEVEL
+    r = rows[0]
+    return int(r["bootstrap_resamples"]), int(r["bootstrap_seed"]), float(r["ci_level"])
+
+
 def benchmark_table(scores: Any, labels: Any, n_boot: int = N_BOOT, seed: int = SEED,
                     ci_level: float = CI_LEVEL) -> pa.Table:
     """`scores`: int_mia_benchmark_scores; `labels`: stg_mia_labels (for the ambiguous counts)."""
