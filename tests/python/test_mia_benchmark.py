@@ -190,6 +190,28 @@ def test_bad_inputs_are_one_line_exit_2_and_write_nothing(bench, capsys, case, a
     assert _lake_files(home) == before
 
 
+def test_score_scores_every_member_and_non_member_once(bench, mini_stack) -> None:
+    import duckdb
+
+    home, lake = bench["home"], bench["lake"]
+    if not lake.read("mia_labels").num_rows:
+        assert run(["-w", str(home), "mia-benchmark", "label", "--corpus", "mini", "--texts", str(bench["file"])]) == 0
+    args = ["-w", str(home), "mia-benchmark", "score", "--corpus", "mini", "--model", str(mini_stack["model"])]
+    assert run(args) == 0
+    labels = lake.glob("mia_labels")
+    joined = duckdb.sql(f"""select l.label, count(s.score_id) as n_scores, count(*) as n
+        from read_parquet('{labels}', union_by_name = true) l
+        left join read_parquet('{lake.glob("text_scores")}', union_by_name = true) s
+          on s.item_kind = l.item_kind and s.item_id = l.item_id and s.text_hash = l.text_hash
+        group by l.label order by l.label""").fetchall()
+    counts = {label: (n_scores, n) for label, n_scores, n in joined}
+    assert counts["member"][0] == counts["member"][1] >= 2  # every member and non-member scored once
+    assert counts["non_member"][0] == counts["non_member"][1] == 2
+    assert counts["ambiguous"][0] == 0  # ambiguous candidates are never scored
+    n = lake.read("text_scores").num_rows
+    assert run(args) == 0 and lake.read("text_scores").num_rows == n  # resumable: nothing scored twice
+
+
 def test_score_without_labels_is_one_line(bench, capsys, tmp_path) -> None:
     capsys.readouterr()
     assert run(["-w", str(tmp_path), "mia-benchmark", "score", "--corpus", "mini", "--model", "x"]) == 2
