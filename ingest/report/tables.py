@@ -161,8 +161,8 @@ def sweep_tables_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
 
 
 def table9(con, estimator: str = TABLE5_ESTIMATOR) -> list[tuple[str, str, float | None, float | None, float | None]]:
-    """LLMSurgeon's Table 9 shape: per injection model (by study, then share), the injected domain, its true
-    and estimated share in % and the estimate's accuracy 100 - |difference|."""
+    """LLMSurgeon's Table 9 shape: per injection model (by study, then share; labelled "model (study)"), the
+    injected domain, its true and estimated share in % and the estimate's accuracy 100 - |difference|."""
     rows = con.execute(
         "select study, model, target_domain, target_truth, target_estimate, target_accuracy, value_num "
         "from fct_mixture_sweeps where axis = 'inject' and estimator = ? order by study, value_num",
@@ -171,7 +171,7 @@ def table9(con, estimator: str = TABLE5_ESTIMATOR) -> list[tuple[str, str, float
     def pct(x):
         return None if x is None else 100 * float(x)
 
-    return [(short_model(m), d, pct(t), pct(e), pct(a)) for _s, m, d, t, e, a, _v in rows]
+    return [(f"{short_model(m)} ({s})", d, pct(t), pct(e), pct(a)) for s, m, d, t, e, a, _v in rows]
 
 
 def table9_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
@@ -186,7 +186,7 @@ def table9_html(con, estimator: str = TABLE5_ESTIMATOR) -> str:
     def cell(x):
         return "" if x is None else f"{x:.2f}"
 
-    head = "".join(f"<th>{c}</th>" for c in ("model", "injected domain", "true share (%)", "estimated share (%)",
+    head = "".join(f"<th>{c}</th>" for c in ("model (study)", "injected domain", "true share (%)", "estimated share (%)",
                                              "estimation accuracy (%)"))
     body = "".join(f"<tr><td>{html.escape(m)}</td><td>{html.escape(d or '')}</td><td>{cell(t)}</td>"
                    f"<td>{cell(e)}</td><td>{cell(a)}</td></tr>" for m, d, t, e, a in rows)

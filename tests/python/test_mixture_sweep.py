@@ -214,7 +214,7 @@ def test_ablation_tables_have_the_papers_shape(tmp_path: Path) -> None:
     models, rows = sweep_table(_mart(), "reference")
     assert models == ["a", "b"]
     assert rows == [("100", {"a": 80.0, "b": 70.0}), ("1000", {"a": 90.0})]  # numeric order, not text order
-    assert table9(_mart()) == [("inj0", "headers", 0.0, 1.0, 99.0), ("inj10", "headers", 10.0, 12.0, 98.0)]
+    assert table9(_mart()) == [("inj0 (i)", "headers", 0.0, 1.0, 99.0), ("inj10 (i)", "headers", 10.0, 12.0, 98.0)]
     page = sweep_tables_html(_mart())
     assert page.index("Table 3") < page.index("Table 4") < page.index("Table 9") and "<td>85.0</td>" in page
     assert "not available" in sweep_tables_html(duckdb.connect())
