@@ -25,7 +25,10 @@ final as (
         attacks.reproduced
     from items
     left join attacks
-        on items.benchmark = attacks.benchmark and items.item_id = attacks.item_id
+        on
+            items.benchmark = attacks.benchmark
+            and items.item_id = attacks.item_id
+            and items.item_hash = attacks.item_hash
     where items.status <> 'clean'
 )
 

@@ -10,6 +10,7 @@ the normalised answer's characters that the normalised continuation reproduces f
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,12 @@ class Attack:
     prompt_tokens: int
     answer_prefix_share: float
     reproduced: bool
+
+
+def item_hash(input_text: str, answer_text: str) -> str:
+    """The texts an attack was made on; the marts compute the same md5 in SQL and count an attack only while the
+    benchmark's item still has these texts."""
+    return hashlib.md5(f"{input_text}\x1f{answer_text}".encode()).hexdigest()
 
 
 def squeeze(text: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ingest.contamination.attack import prefix_attack
+from ingest.contamination.attack import item_hash, prefix_attack
 from ingest.contamination.items import read_items
 from ingest.contamination.tracing import span_row, trace_items, trace_job
 from ingest.errors import UserError
@@ -66,7 +66,9 @@ def run_contamination(lake: Lake, file: str | Path, index_dirs: tuple[str, ...],
                   "answer_tokens": t.answer_tokens, "source": str(file.resolve()), "created_at": now}
                  for t in traced]
     spans = [span_row(bench, trace_id, s) for t in traced for s in t.spans]
+    texts = {it.item_id: item_hash(it.input, it.answer) for it in items}
     attack_rows = [{"attack_id": make_key(bench, a.item_id, model), "benchmark": bench, "item_id": a.item_id,
+                    "item_hash": texts[a.item_id],
                     "model": model, "continuation": a.continuation, "n_tokens": a.n_tokens,
                     "max_new_tokens": a.max_new_tokens, "prompt_tokens": a.prompt_tokens,
                     "answer_prefix_share": a.answer_prefix_share,

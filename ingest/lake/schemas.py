@@ -169,7 +169,8 @@ _SPECS = [
               ]), "a maximal span of a benchmark item's input or answer found in the corpus (any length)"),
     TableSpec("contamination_attacks", "attack_id", ("benchmark", "item_id", "model"), pa.schema([
         _f("attack_id", pa.string(), False), _f("benchmark", pa.string(), False),
-        _f("item_id", pa.string(), False), _f("model", pa.string(), False), _f("continuation", pa.string(), False),
+        _f("item_id", pa.string(), False), _f("item_hash", pa.string(), False), _f("model", pa.string(), False),
+        _f("continuation", pa.string(), False),
         _f("n_tokens", pa.int32()), _f("max_new_tokens", pa.int32()), _f("prompt_tokens", pa.int32()),
         _f("answer_prefix_share", pa.float64()),
         _f("reproduced", pa.bool_(), False), _f("created_at", TS),

@@ -12,6 +12,7 @@ final as (
         cast(attack_id as varchar) as attack_id,
         cast(benchmark as varchar) as benchmark,
         cast(item_id as varchar) as item_id,
+        cast(item_hash as varchar) as item_hash,
         cast(model as varchar) as model,
         cast(continuation as varchar) as continuation,
         cast(n_tokens as integer) as n_tokens,

@@ -50,7 +50,10 @@ attacked as (
         count(*) filter (where attacks.reproduced and items.status = 'clean') as n_reproduced_clean
     from items
     inner join attacks
-        on items.benchmark = attacks.benchmark and items.item_id = attacks.item_id
+        on
+            items.benchmark = attacks.benchmark
+            and items.item_id = attacks.item_id
+            and items.item_hash = attacks.item_hash
     group by items.benchmark, items.trace_id, attacks.model
 
 ),

@@ -165,6 +165,7 @@ final as (
         items.trace_id,
         items.corpus_id,
         items.item_id,
+        md5(items.input_text || chr(31) || items.answer_text) as item_hash,
         items.score,
         items.input_tokens,
         items.answer_tokens,
