@@ -65,8 +65,10 @@ def scores_table(items, params):
     from ingest.marts.common import arrow_of
 
     p = arrow_of(params).to_pylist()[0]
-    rows = [r for r in arrow_of(items).select(["benchmark", "trace_id", "status", "score"]).to_pylist()
-            if r["score"] is not None]
+    # sorted: DuckDB gives the model's rows in no fixed order, and the same seeded resample indices must pick
+    # the same items on every build
+    rows = sorted((r for r in arrow_of(items).select(["benchmark", "trace_id", "item_id", "status", "score"]).to_pylist()
+                   if r["score"] is not None), key=lambda r: (r["benchmark"], r["trace_id"], r["item_id"]))
     groups: dict[tuple[str, str], dict[str, list[float]]] = {}
     for r in rows:
         groups.setdefault((r["benchmark"], r["trace_id"]), {"clean": [], "partly": [], "contaminated": []})[

@@ -223,3 +223,20 @@ def test_sampled_benchmark_copies_and_invents_as_it_says(mini_stack) -> None:
             assert any(it.input[:INPUT_CHARS // 2] in t for t in texts) and not any(it.answer in t for t in texts)
         else:
             assert not any(it.input[:40] in t for t in texts) and not any(it.answer[:40] in t for t in texts)
+
+
+def test_score_table_does_not_depend_on_row_order() -> None:
+    import pyarrow as pa
+
+    from ingest.contamination.scores import scores_table
+
+    rng = np.random.default_rng(0)
+    rows = [{"benchmark": "b", "trace_id": "t", "item_id": f"i{k:02d}", "status": s, "score": float(rng.normal())}
+            for k, s in enumerate(["clean"] * 12 + ["partly"] * 5 + ["contaminated"] * 9)]
+    params = pa.Table.from_pylist([{"bootstrap_resamples": 200, "bootstrap_seed": 0, "ci_level": 0.9, "params": "{}"}])
+    first = scores_table(pa.Table.from_pylist(rows), params).to_pylist()
+    rng.shuffle(rows)
+    assert scores_table(pa.Table.from_pylist(rows), params).to_pylist() == first
+    clean = [r["score"] for r in rows if r["status"] == "clean"]
+    assert first[0]["score_clean"] == pytest.approx(sum(clean) / len(clean))
+    assert (first[0]["n_clean"], first[0]["n_partly"], first[0]["n_contaminated"]) == (12, 5, 9)
