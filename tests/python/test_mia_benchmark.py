@@ -217,3 +217,52 @@ def test_score_without_labels_is_one_line(bench, capsys, tmp_path) -> None:
     assert run(["-w", str(tmp_path), "mia-benchmark", "score", "--corpus", "mini", "--model", "x"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "mia-benchmark label" in err, err
+
+
+@pytest.mark.slow
+def test_mart_on_a_tiny_lake(tmp_path) -> None:
+    """Labels and scores written into a lake, `lmaudit build`, fct_mia_benchmark against scikit-learn: the
+    join on the labelled text, the orientation (-loss), the ambiguous count, the pooled row."""
+    from datetime import datetime, timezone
+
+    import duckdb
+
+    from ingest.build import build
+    from ingest.lake import make_key, text_hash
+    from ingest.warehouse_db import db_path
+
+    lake = Lake(tmp_path)
+    lake.init()
+    r = np.random.default_rng(5)
+    labels, scores, truth = [], [], []
+    for i in range(40):
+        label = "member" if i % 3 == 0 else "ambiguous" if i % 10 == 1 else "non_member"
+        domain = "code" if i % 2 else "prose"
+        text = f"candidate {i}"
+        h = text_hash(text)
+        labels.append({"label_id": make_key("c", "text", str(i), h), "corpus": "c", "item_kind": "text",
+                       "item_id": str(i), "text_hash": h, "text": text, "domain": domain, "source": "file:f",
+                       "label": label, "created_at": datetime.now(timezone.utc)})
+        loss = float(r.normal(2.0 if label == "member" else 2.6, 0.4))
+        stale = i == 6  # scored from another text: never counts
+        scores.append({"score_id": make_key("m", "text", str(i), h, "authors"), "model": "m", "item_id": str(i),
+                       "item_kind": "text", "text_hash": "old" if stale else h, "loss": loss, "zlib_loss": loss / 10,
+                       "mink": -loss, "minkpp": -loss, "params": '{"scoring": "authors"}'})
+        if label != "ambiguous" and not stale:
+            truth.append((domain, label == "member", -loss))
+    lake.write("mia_labels", "t", labels)
+    lake.write("text_scores", "t", scores)
+    assert build(tmp_path, select=["+fct_mia_benchmark"], progress=False).success
+    with duckdb.connect(str(db_path(tmp_path)), read_only=True) as con:
+        got = {d: (nm, nn, na, a, t1) for d, nm, nn, na, a, t1 in con.execute(
+            "select domain, n_members, n_non_members, n_ambiguous, auc, tpr_at_1pct_fpr from fct_mia_benchmark "
+            "where score_name = 'mia_loss'").fetchall()}
+    assert set(got) == {"code", "prose", "all"}
+    for domain in ("code", "prose", "all"):
+        g = [t for t in truth if domain == "all" or t[0] == domain]
+        y, s = [t[1] for t in g], [t[2] for t in g]
+        fpr, tpr, _ = roc_curve(y, s)
+        n_amb = sum(1 for x in labels if x["label"] == "ambiguous" and domain in ("all", x["domain"]))
+        assert got[domain][:3] == (sum(y), len(y) - sum(y), n_amb)
+        assert got[domain][3] == pytest.approx(roc_auc_score(y, s))
+        assert got[domain][4] == pytest.approx(tpr[np.where(fpr < 0.01)[0][-1]])
