@@ -258,14 +258,34 @@ def documented_truth(lake: Lake, model: str) -> tuple[dict[str, float] | None, s
     return None, None
 
 
-def truth_for(documented: dict[str, float] | None, classes: list[tuple[str, tuple[str, ...]]]) -> list[float | None]:
+def mixture_vars() -> dict[str, Any]:
+    """The mixture vars of dbt_project.yml that the marts use, so a sweep reads a documented mixture as
+    `fct_mixture_evaluation` does and runs the estimators `fct_mixture_estimates` runs."""
+    import yaml
+
+    from ingest.home import project_dir
+
+    return yaml.safe_load((project_dir() / "dbt_project.yml").read_text())["vars"]
+
+
+def truth_for(documented: dict[str, float] | None, classes: list[tuple[str, tuple[str, ...]]],
+              aliases: dict[str, str] | None = None, max_uncovered: float = 1.0) -> list[float | None]:
     """The documented shares of the classifier's classes (a merged class sums its members), renormalised over
-    them; None everywhere when there is no documented mixture or it has no weight on these classes."""
+    them, as fct_mixture_evaluation reads a documented mixture: documented names mapped through `aliases`
+    (CommonCrawl -> Web), and None everywhere when more than `max_uncovered` of the documented weight lies
+    outside the classes (a score against a mixture the classifier cannot represent), when there is no
+    documented mixture, or when it has no weight on these classes."""
     if documented is None:
         return [None] * len(classes)
-    w = [sum(documented.get(m, 0.0) for m in members) for _, members in classes]
-    total = sum(w)
-    return [x / total for x in w] if total > 0 else [None] * len(classes)
+    merged: dict[str, float] = {}
+    for d, w in documented.items():
+        key = (aliases or {}).get(d, d)
+        merged[key] = merged.get(key, 0.0) + w
+    w = [sum(merged.get(m, 0.0) for m in members) for _, members in classes]
+    total, grand = sum(w), sum(merged.values())
+    if total <= 0 or grand <= 0 or (grand - total) / grand > max_uncovered + 1e-12:
+        return [None] * len(classes)
+    return [x / total for x in w]
 
 
 def classes_of(domains: list[str], granularity: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -349,7 +369,9 @@ def point_rows(*, study: str, model: str, point: GridPoint, clf: TrainedClassifi
     from ingest.marts.mixture import ESTIMATION_ERRORS
     from ingest.mixture import estimate
 
-    truth = truth_for(documented, clf.classes)
+    v = mixture_vars()
+    truth = truth_for(documented, clf.classes, v.get("mixture_domain_aliases") or {},
+                      float(v.get("mixture_max_uncovered_weight", 1.0)))
     now = datetime.now(timezone.utc)
     base = dict(study=study, model=model, axis=point.axis, value=point.value, value_num=point.value_num,
                 target_domain=target_domain, run_id=run_id, backend=clf.backend, n_reference=int(len(clf.labels)),
@@ -392,12 +414,7 @@ def point_done(lake: Lake, partition: str, config: str) -> bool:
 def default_estimators() -> tuple[str, ...]:
     """The mart's estimators (var mixture_estimators of dbt_project.yml), so a sweep and fct_mixture_estimates
     compare the same list."""
-    import yaml
-
-    from ingest.home import project_dir
-
-    v = yaml.safe_load((project_dir() / "dbt_project.yml").read_text())["vars"]["mixture_estimators"]
-    return tuple(v)
+    return tuple(mixture_vars()["mixture_estimators"])
 
 
 def check_estimators(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -65,6 +65,11 @@ def test_granularity_classes_and_summed_truth() -> None:
     truth = truth_for({"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4, "x": 1.0}, classes)
     assert truth == pytest.approx([0.4, 0.2, 0.4])
     assert truth_for(None, classes) == [None, None, None]
+    # as fct_mixture_evaluation: aliases merge documented names; too much weight outside the classes -> no truth
+    two = classes_of(["Web", "Code"], "fine")
+    assert truth_for({"CommonCrawl": 0.3, "C4": 0.3, "Code": 0.36, "Books": 0.04}, two,
+                     {"CommonCrawl": "Web", "C4": "Web"}, 0.05) == pytest.approx([0.6 / 0.96, 0.36 / 0.96])
+    assert truth_for({"Web": 0.5, "Code": 0.4, "Books": 0.1}, two, {}, 0.05) == [None, None]
     with pytest.raises(UserError, match="unknown domain"):
         classes_of(["a", "b"], "a+z")
     with pytest.raises(UserError, match="at least 2"):
