@@ -162,6 +162,20 @@ def test_benchmark_rates_by_hand(warehouse) -> None:
     assert s["score_not_clean"] == 1.0
 
 
+@pytest.mark.slow  # uses the module's built warehouse
+def test_report_section_shows_the_benchmark(warehouse, tmp_path) -> None:
+    from ingest.export import connect_marts
+    from ingest.report.contamination import contamination_section
+
+    con = connect_marts(warehouse["home"])
+    try:
+        page, images, skipped = contamination_section(con, tmp_path)
+    finally:
+        con.close()
+    assert "<h2>Benchmark contamination</h2>" in page and "<td>mybench</td>" in page and not skipped
+    assert images["contamination_classes"].stat().st_size > 1000
+
+
 def test_score_gap_interval_agrees_with_scipy() -> None:
     from scipy import stats
 
