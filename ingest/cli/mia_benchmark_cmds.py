@@ -45,6 +45,7 @@ def score(
     ctx: typer.Context,
     corpus: Annotated[str, typer.Option(help="The corpus whose labelled candidates to score.")],
     model: Annotated[str, typer.Option(help="Model folder (save_pretrained) to score them under.")],
+    ref_model: Annotated[str | None, typer.Option(help="A second model for the 'Ref' baseline (loss ratio).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 8,
     chunk_size: Annotated[int, typer.Option(help="Texts per lake partition (the unit of resuming).")] = 64,
     device: Annotated[str, typer.Option(help="cpu, cuda or auto.")] = "cpu",
@@ -54,7 +55,7 @@ def score(
     """Score the labelled members and non-members as `lmaudit score` does (loss, zlib, Min-K%, Min-K%++), resumable;
     `lmaudit score --methods ...` adds the other baselines for reference documents and runs."""
     from ingest.errors import UserError
-    from ingest.mia_benchmark.run import score_sources
+    from ingest.mia_benchmark.run import unscored_sources
     from ingest.score.run import ScoreJob, score_items
 
     if batch_size < 1:
@@ -64,9 +65,12 @@ def score(
     if dtype not in ("float32", "bfloat16", "float16"):
         raise UserError(f"--dtype must be float32, bfloat16 or float16, not {dtype!r}")
     lake = state(ctx).lake
-    job = ScoreJob(model, None, batch_size, device, dtype, scoring)
+    job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)
     _ = job.convention  # an unknown --scoring is one line before the model loads
-    for source, items in score_sources(lake, corpus):
+    todo, done = unscored_sources(lake, corpus, model, scoring)
+    for source in done:
+        console.print(f"{source}: every text already scored under this model ({scoring})", highlight=False)
+    for source, items in todo:
         s = score_items(lake, job, items, source, chunk_size=chunk_size)
         console.print(f"scored {source}: {s.n_items} texts ({s.n_skipped}/{s.n_chunks} chunks already done) "
                       f"in {s.seconds:.0f}s")

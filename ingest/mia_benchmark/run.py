@@ -156,3 +156,32 @@ def score_sources(lake: Lake, corpus: str) -> list[tuple[str, Sequence[tuple[str
             out.append((f"mia:{corpus}:{s}", [(r["item_id"], r["item_kind"], r["text"]) for r in rows
                                               if r["source"] == s]))
     return out
+
+
+def scored_keys(lake: Lake, model: str, scoring: str) -> set[tuple[str, str, str]]:
+    """(item_kind, item_id, text_hash) of every text `model` has a `text_scores` row for under `scoring`, from
+    any command, chunking or reference model: a source whose items are all here is not scored again (scoring
+    it under another partition prefix, e.g. without the `--ref-model` an earlier `lmaudit score` used, would
+    write a second row with the same key)."""
+    import duckdb
+
+    if not lake.partitions("text_scores"):
+        return set()
+    rows = duckdb.execute(
+        f"select item_kind, item_id, text_hash, coalesce(json_extract_string(params, '$.scoring'), 'lmaudit') "
+        f"from read_parquet('{lake.glob('text_scores')}', union_by_name = true) where model = ?", [model]).fetchall()
+    return {(k, i, h) for k, i, h, sc in rows if sc == scoring}
+
+
+def unscored_sources(lake: Lake, corpus: str, model: str, scoring: str
+                     ) -> tuple[list[tuple[str, Sequence[tuple[str, str, str]]]], list[str]]:
+    """(`score_sources` still to score, names of the sources already scored in full)."""
+    have = scored_keys(lake, model, scoring)
+    todo, done = [], []
+    for source, items in score_sources(lake, corpus):
+        if all((kind, item_id, text_hash(text)) in have for item_id, kind, text in items):
+            done.append(source)
+        else:
+            todo.append((source, items))
+    return todo, done
+

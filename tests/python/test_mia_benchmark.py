@@ -210,6 +210,10 @@ def test_score_scores_every_member_and_non_member_once(bench, mini_stack) -> Non
     assert counts["ambiguous"][0] == 0  # ambiguous candidates are never scored
     n = lake.read("text_scores").num_rows
     assert run(args) == 0 and lake.read("text_scores").num_rows == n  # resumable: nothing scored twice
+    # another partition prefix (a reference model) for texts already scored would duplicate their keys: skipped
+    assert run(args + ["--ref-model", str(mini_stack["model"])]) == 0
+    ids = lake.read("text_scores").column("score_id").to_pylist()
+    assert len(ids) == n == len(set(ids))
 
 
 def test_score_without_labels_is_one_line(bench, capsys, tmp_path) -> None:
