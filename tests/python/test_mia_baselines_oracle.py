@@ -17,7 +17,10 @@ context, under 2 tokens no score). Where lmaudit documents a deliberate differen
 follows lmaudit's rule: ReCaLL's shots are drawn with random.Random(0) from the pool sorted by document id;
 each text's neighbours come from random.Random("0:" + md5(text)); DUCI's calibration set is the first
 max(10, floor(0.3 n)) of a domain's documents by md5 of their ids. Domain shares of
-`fct_mixture_mia_estimates` are checked against numpy on the scores lmaudit stored.
+`fct_mixture_mia_estimates` are checked against numpy (sklearn's roc_curve for DUCI, as the script) on the
+scores lmaudit stored, in the same build as a hand-written second model with DUCI's edge cases (a tied
+calibration set, ties at the threshold); the Neighbor fill pool over more than 5000 texts is checked on
+`fill_words` alone (too many texts to score).
 """
 
 from __future__ import annotations
@@ -281,7 +284,7 @@ def _median_shares(scores: dict[str, float], domain: dict[str, str]) -> dict[str
     return {d: m / total for d, m in members.items()}
 
 
-def _duci_shares(scores: dict[str, float], domain: dict[str, str], order=None) -> dict[str, float]:
+def _duci_shares(scores: dict[str, float], domain: dict[str, str], order=None, ge: bool = False) -> dict[str, float]:
     """run_duci_categories.py (estimate_tpr_fpr_crossval + apply_duci_debiasing, --calibration_split 0.3,
     --threshold_method optimal), the calibration set being the first by md5 of the ids (lmaudit's rule for
     the draw)."""
@@ -303,7 +306,7 @@ def _duci_shares(scores: dict[str, float], domain: dict[str, str], order=None) -
             threshold, tpr, fpr = th[best], t[best], f[best]
             if tpr <= fpr:
                 tpr = max(tpr, fpr + 0.01)
-        m = (s > threshold).astype(float)
+        m = ((s >= threshold) if ge else (s > threshold)).astype(float)  # ge: only to show that ties occur
         if abs(tpr - fpr) < 1e-6:
             prop[d] = float(m.mean())
         else:
@@ -314,7 +317,8 @@ def _duci_shares(scores: dict[str, float], domain: dict[str, str], order=None) -
 
 def _loss(world) -> dict[str, float]:
     return {r["item_id"]: r["loss"] for r in world["lake"].read("text_scores").to_pylist()
-            if r["loss"] is not None and json.loads(r["params"]).get("scoring") == "authors"}
+            if r["loss"] is not None and r["model"] == str(world["model"])
+            and json.loads(r["params"]).get("scoring") == "authors"}
 
 
 def test_duci_signal_matches_the_oracle(world, oracle_model) -> None:
@@ -327,6 +331,28 @@ def test_duci_signal_matches_the_oracle(world, oracle_model) -> None:
     assert worst <= TOL
 
 
+HAND = "oracle/hand-written-losses"
+
+
+def _hand_losses(world) -> dict[str, float]:
+    """Authors'-convention loss rows of a second model, written by hand: every code document has the same
+    loss (DUCI's calibration cannot separate: the best TPR - FPR is 0, the threshold is +inf, TPR is raised to
+    0.01 and the domain's share is 0); prose (13 documents, >= 10) has losses rounded to one decimal, so
+    documents tie with the calibrated threshold (where the strict `score > threshold` matters); web has 7
+    (< 10: the median rule)."""
+    from ingest.lake import make_key, text_hash
+
+    rng = np.random.default_rng(5)
+    loss = {k: 2.0 if d == "code" else round(float(rng.uniform(1, 3)), 1) for k, d in world["domain"].items()}
+    world["lake"].write("text_scores", "hand", [{
+        "score_id": make_key(HAND, k, "authors"), "model": HAND, "item_id": k, "item_kind": "reference",
+        "text_hash": text_hash(world["texts"][k]), "n_tokens": 10, "truncated": False, "loss": v,
+        "zlib_loss": v / 40, "mink": -v, "minkpp": None, "ref_model": None, "ref_loss": None,
+        "token_logprobs": [], "params": json.dumps({"scoring": "authors"}),
+    } for k, v in loss.items()])
+    return loss
+
+
 @pytest.mark.slow  # one dbt build (models only)
 def test_mart_shares_match_numpy(world) -> None:
     import duckdb
@@ -334,6 +360,7 @@ def test_mart_shares_match_numpy(world) -> None:
     from ingest.build import build
 
     home = world["home"]
+    hand = _hand_losses(world)  # a second model, in the same build: DUCI's edge cases
     # in-process (a CLI run costs seconds of imports); models only: the data tests check other things
     result = build(home, ["+fct_mixture_mia_estimates"], ["resource_type:test"], progress=False)
     print(result.summary())
@@ -348,7 +375,16 @@ def test_mart_shares_match_numpy(world) -> None:
     expected["mia_duci"] = _duci_shares({k: -v for k, v in loss.items()}, domain)
     with duckdb.connect(str(home / "lmaudit.duckdb"), read_only=True) as con:
         got = con.execute("select estimator, domain, estimate, aggregation, scoring from fct_mixture_mia_estimates "
-                          "where estimator in ({})".format(",".join(f"'{e}'" for e in expected))).fetchall()
+                          "where model = ? and estimator in ({})".format(",".join(f"'{e}'" for e in expected)),
+                          [str(world["model"])]).fetchall()
+        hand_got = dict(con.execute("select domain, estimate from fct_mixture_mia_estimates "
+                                    "where model = ? and estimator = 'mia_duci'", [HAND]).fetchall())
+    hand_want = _duci_shares({k: -v for k, v in hand.items()}, domain)
+    assert hand_got.keys() == hand_want.keys()
+    for d, v in hand_want.items():
+        assert hand_got[d] == pytest.approx(v, abs=1e-9), (d, hand_got, hand_want)
+    assert hand_want["code"] == 0.0 and hand_want["prose"] > 0 and hand_want["web"] > 0
+    assert hand_want != _duci_shares({k: -v for k, v in hand.items()}, domain, ge=True)  # ties at the threshold
     assert {(e, d) for e, d, *_ in got} == {(e, d) for e, v in expected.items() for d in v}
     for est, dom, val, agg, scoring in got:
         assert scoring == "authors" and agg == ("duci" if est == "mia_duci" else "authors"), (est, agg, scoring)
@@ -359,3 +395,26 @@ def test_mart_shares_match_numpy(world) -> None:
     assert expected["mia_duci"] != _median_shares({k: -v for k, v in loss.items()}, domain)
     # and which documents calibrate matters here, so the md5 rule is what the mart was checked against
     assert expected["mia_duci"] != _duci_shares({k: -v for k, v in loss.items()}, domain, order=lambda k: k)
+
+
+@pytest.mark.parametrize("case", ["sample", "fallback"])
+def test_neighbor_fill_pool_over_5000_texts(case) -> None:
+    """The fill pool when there are more than --max_fill_texts = 5000 texts (too many to score here): the
+    script's _build_fill_vocab draws 5000 texts with random.Random(0).sample and takes their sorted distinct
+    words, and rebuilds from every text when those are under --min_fill_vocab = 5000 words. "sample": one
+    distinct word per text, the 5000 drawn texts give 5000 words and stand; "fallback": 10 common words and
+    ten rare ones, some of which the draw misses, so the rebuilt pool is larger."""
+    from ingest.score.methods import fill_words
+
+    if case == "sample":
+        texts = [f"w{i} " for i in range(6000)]
+    else:
+        texts = [f"c{i % 10}" for i in range(5990)] + [f"rare{j} c0" for j in range(10)]
+    pool = lambda ts: sorted({w.strip() for t in ts for w in t.split() if w.strip()})
+    drawn = pool(random.Random(0).sample(texts, k=5000))
+    want = drawn if len(drawn) >= 5000 else pool(texts)
+    assert fill_words(texts) == want
+    if case == "sample":  # the draw matters: 5000 of the 6000 words
+        assert want == drawn and len(want) == 5000 < len(pool(texts))
+    else:  # the rebuild matters: the draw missed a rare word
+        assert want == pool(texts) and len(drawn) < len(want)
