@@ -7,7 +7,8 @@ writes NULL as an empty field (csv, tsv), `null` (json) or `NULL` (markdown):
 - csv: RFC 4180 quoting, raw text;
 - tsv: one line per row, with backslash, tab, newline and carriage return escaped as \\\\, \\t, \\n, \\r (the
   PostgreSQL text format), so a value can never break a line;
-- json: JSON Lines, one object per row (`jq` reads it as a stream), keys in the query's column order; values
+- json: JSON Lines, one object per row (`jq` reads it as a stream), keys in the query's column order (a column
+  name given twice is refused: the object would keep one value); values
   that JSON cannot hold (dates, decimals, blobs) as strings, NaN and infinities as null;
 - markdown: a GitHub table, `|` escaped, line breaks as `<br>`, control characters shown as escapes.
 """
@@ -64,6 +65,12 @@ def write_rows(cols: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, out
         for r in [list(cols), *rows]:
             out.write("\t".join(_tsv_value(v) for v in r) + "\n")
     elif fmt == "json":
+        twice = sorted({c for c in cols if list(cols).count(c) > 1})
+        if twice:  # one object per row: a repeated key would keep only its last value
+            from ingest.errors import UserError
+
+            raise UserError(f"--format json needs distinct column names, but the result names {', '.join(twice)} "
+                            "more than once (a select * over a join?); name them apart with AS, or use --format csv")
         for r in rows:
             out.write(json.dumps({c: _json_value(v) for c, v in zip(cols, r)}, ensure_ascii=False,
                                  allow_nan=False) + "\n")

@@ -223,3 +223,46 @@ def test_documented_add_refuses_a_name_that_pairs_with_an_already_documented_run
     f.write_text("domain,share\ncode,0.9\nweb,0.1\n")
     with pytest.raises(UserError):
         register(lake, load_mixture(f, "model"))
+
+
+# --- review of 8951ffb..HEAD ----------------------------------------------------------------------------------------
+
+def test_sql_json_does_not_drop_a_column_named_twice(tmp_path: Path) -> None:
+    """`lmaudit sql --format json` built one dict per row, so of two result columns with the same name (any
+    `select *` over a join: `id`, `x`, `id`, `x`) only the last survived, silently. Either every value is
+    written or the command says why it cannot be (one line, exit 2)."""
+    import json
+
+    home = _warehouse(tmp_path, moved=False)
+    p = run_cli("sql", "--format", "json", "select 1 as id, 2 as x, 1 as id, 5 as x", home=home)
+    if p.returncode == 0:
+        values = [v for line in p.stdout.splitlines() for v in json.loads(line).values()]
+        assert sorted(values) == [1, 1, 2, 5], p.stdout
+    else:
+        assert p.returncode == 2 and p.stderr.strip().startswith("error:") and len(p.stderr.strip().splitlines()) == 1
+        assert "x" in p.stderr and "Traceback" not in p.stderr
+    # csv keeps both (header named twice), as before
+    p = run_cli("sql", "--format", "csv", "select 1 as id, 2 as x, 1 as id, 5 as x", home=home)
+    assert p.returncode == 0 and p.stdout.splitlines() == ["id,x,id,x", "1,2,1,5"], p.stderr
+
+
+@pytest.mark.parametrize("text", ["{mixture_max_uncovered_weight: 1e-3}", "{propme_loop_min_share: 9.5E-1}",
+                                  "{propme_ci_level: 9e-1}", "{contamination_contaminated_share: 5e-1}"])
+def test_build_vars_accept_a_fraction_in_exponent_notation(text: str) -> None:
+    """PyYAML (dbt's --vars parser too) reads `1e-3` as the string '1e-3' (YAML 1.1 wants `1.0e-3`); dbt pastes it
+    into `cast(1e-3 as double)`, a valid number, but `check_vars` refused it ("must be a number in [0, 1], not
+    '1e-3'") before the build, though the same var was accepted as 0.001."""
+    from ingest.build_vars import check_vars
+
+    check_vars(text)
+
+
+@pytest.mark.parametrize("text", ["{mixture_max_uncovered_weight: 2e0}", "{propme_ci_level: 1e0}",
+                                  "{propme_ci_level: abc}", "{propme_ci_level: '1e-1; drop table x'}",
+                                  "{propme_ci_level: nan}", "{propme_ci_level: 1e-1e1}"])
+def test_build_vars_still_refuse_bad_exponent_fractions(text: str) -> None:
+    from ingest.build_vars import check_vars
+    from ingest.errors import UserError
+
+    with pytest.raises(UserError):
+        check_vars(text)
