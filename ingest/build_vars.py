@@ -22,6 +22,9 @@ from ingest.errors import UserError
 # Text that reaches SQL inside '...' (settings, model and domain names): no quote, no control character.
 _UNSAFE = re.compile(r"['\\\x00-\x1f\x7f]")
 _METRIC = re.compile(r"^[a-z][a-z0-9_]*$")
+# A number in exponent form without a dot (`1e-3`): YAML 1.1 (PyYAML, dbt's --vars parser too) reads it as a string,
+# which dbt pastes into the SQL as the number it is (`cast(1e-3 as double)`).
+_EXPONENT = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ def _fraction(*, open_low: bool, open_high: bool) -> Callable[[Any], str | None]
     lo, hi = "(0" if open_low else "[0", "1)" if open_high else "1]"
 
     def check(v: Any) -> str | None:
+        if isinstance(v, str) and _EXPONENT.fullmatch(v):
+            v = float(v)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             return f"must be a number in {lo}, {hi}, not {v!r}"
         ok = (v > 0 if open_low else v >= 0) and (v < 1 if open_high else v <= 1)
