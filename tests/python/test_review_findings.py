@@ -266,3 +266,17 @@ def test_build_vars_still_refuse_bad_exponent_fractions(text: str) -> None:
 
     with pytest.raises(UserError):
         check_vars(text)
+
+
+def test_mia_benchmark_scored_keys_under_a_warehouse_path_with_a_quote(tmp_path: Path) -> None:
+    """A quote in the warehouse path is supported (issue 33 item 5: the lake sources and export escape it), but
+    `mia-benchmark score` pasted the text_scores glob into `read_parquet('...')` unescaped: a DuckDB parser
+    error (a traceback) at the first score of a warehouse such as /data/o'brien/wh."""
+    from ingest.lake import make_key
+    from ingest.mia_benchmark.run import scored_keys
+
+    lake = Lake(tmp_path / "o'brien" / "wh")
+    lake.write("text_scores", "s", [{"score_id": make_key("m", "t1"), "model": "m", "item_id": "t1",
+                                     "item_kind": "text", "text_hash": "h1", "params": '{"scoring": "authors"}'}])
+    assert scored_keys(lake, "m", "authors") == {("text", "t1", "h1")}
+    assert scored_keys(lake, "m", "lmaudit") == set()
