@@ -53,7 +53,7 @@ def sample_benchmark(engine, tokenizer, n: int, seed: int = 0) -> list[BenchItem
         at = _cut(text, rng, need)
         if at is not None and text[at:at + need].strip() and "\ufffd" not in text[at:at + need]:
             cuts.append((text, at))
-        if len(cuts) == 2 * n and len(words) >= 200:
+        if len(cuts) >= 2 * n and len(words) >= 200:  # (past 2n cuts while words are short: the extra ones go)
             break
     if len(cuts) < 2 * n:
         raise UserError(f"the corpus has only {len(cuts)} documents long enough ({need} characters) for "
@@ -67,7 +67,7 @@ def sample_benchmark(engine, tokenizer, n: int, seed: int = 0) -> list[BenchItem
         mid = at + INPUT_CHARS if mid < 0 else mid
         items.append(BenchItem(f"copied-{k:03d}", text[at:mid], text[mid:at + need]))
     half = INPUT_CHARS // 2
-    for k, (text, at) in enumerate(cuts[n:]):
+    for k, (text, at) in enumerate(cuts[n:2 * n]):
         items.append(BenchItem(f"half-{k:03d}", text[at:at + half] + " " + _fresh(vocab, rng, half),
                                _fresh(vocab, rng, ANSWER_CHARS)))
     for k in range(n):

@@ -280,3 +280,30 @@ def test_mia_benchmark_scored_keys_under_a_warehouse_path_with_a_quote(tmp_path:
                                      "item_kind": "text", "text_hash": "h1", "params": '{"scoring": "authors"}'}])
     assert scored_keys(lake, "m", "authors") == {("text", "t1", "h1")}
     assert scored_keys(lake, "m", "lmaudit") == set()
+
+
+def test_contamination_sample_makes_n_items_of_each_kind_on_a_small_vocabulary() -> None:
+    """`contamination-sample --n N` promises N copied, N half-copied and N fresh items, but the draw kept reading
+    documents past its 2N cuts until it had seen 200 distinct words (for the fresh text), and then every extra
+    cut became one more half-copied item: --n 1 on documents of a few dozen words gave 1 / 9 / 1."""
+    import random
+    from types import SimpleNamespace
+
+    from ingest.contamination.sample import sample_benchmark
+
+    rng = random.Random(1)
+    pool = [f"word{a}{b}" for a in "abcdefghijklmno" for b in "abcdefghijklmnopqrst"]  # 300 words, 30 a document
+    docs = [" ".join(rng.choice(pool[30 * d:30 * d + 30]) for _ in range(120)) for d in range(10)]
+
+    class Engine:
+        n_docs = len(docs)
+
+        def doc(self, ix, max_len):
+            return SimpleNamespace(tokens=list(docs[ix][:max_len]))
+
+    tokenizer = SimpleNamespace(decode=lambda toks: "".join(toks))
+    for n in (1, 2):
+        items = sample_benchmark(Engine(), tokenizer, n, seed=0)
+        kinds = [it.item_id.split("-")[0] for it in items]
+        assert {k: kinds.count(k) for k in set(kinds)} == {"copied": n, "half": n, "fresh": n}
+        assert len({it.item_id for it in items}) == 3 * n
