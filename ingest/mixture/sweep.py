@@ -248,11 +248,13 @@ def load_references(lake: Lake, domains: list[str] | None, sources: list[str] | 
 
 def documented_truth(lake: Lake, model: str) -> tuple[dict[str, float] | None, str | None]:
     """The model's documented mixture from the lake's `mixtures_documented` (the sandbox's truth, or `mixture
-    documented add`), matched as the marts match a run: the full name, else the last path part,
-    case-insensitively. None when there is none."""
+    documented add`), matched as the marts match a run: the full name, else the run model's last path part,
+    case-insensitively (the documented name whole: two folders both called `model` are not one model). None when
+    there is none."""
     rows = lake.read("mixtures_documented").to_pylist()
-    for key in (lambda m: m, lambda m: m.lower(), lambda m: m.rstrip("/").rsplit("/", 1)[-1].lower()):
-        hit = [r for r in rows if key(r["model"]) == key(model)]
+    for doc_key, run_key in ((lambda m: m, lambda m: m), (str.lower, str.lower),
+                             (str.lower, lambda m: m.rsplit("/", 1)[-1].lower())):
+        hit = [r for r in rows if doc_key(r["model"]) == run_key(model)]
         if hit:
             return {r["domain"]: float(r["weight"]) for r in hit}, hit[0]["source"]
     return None, None

@@ -307,3 +307,22 @@ def test_contamination_sample_makes_n_items_of_each_kind_on_a_small_vocabulary()
         kinds = [it.item_id.split("-")[0] for it in items]
         assert {k: kinds.count(k) for k in set(kinds)} == {"copied": n, "half": n, "fresh": n}
         assert len({it.item_id for it in items}) == 3 * n
+
+
+def test_sweep_documented_truth_matches_a_model_as_the_mart_does(tmp_path: Path) -> None:
+    """`mixture sweep` reads the swept model's documented mixture "as the marts match a run", but its last rule
+    compared the last path part of *both* names: every save_pretrained folder called `model` (all sandbox models,
+    `<warehouse>/sandbox/<size>/model`) matched every other, so a sweep of /data/mine/model was scored against the
+    sandbox's mixture (fct_mixture_evaluation, which compares the documented name with the run model's last part,
+    finds none)."""
+    from ingest.lake import make_key
+    from ingest.mixture.sweep import documented_truth
+
+    lake = Lake(tmp_path / "wh")
+    sandbox = str(tmp_path / "wh" / "sandbox" / "tiny-seed0" / "model")
+    rows = [(sandbox, "code", 0.7), (sandbox, "web", 0.3), ("pythia-1b", "code", 0.1), ("pythia-1b", "web", 0.9)]
+    lake.write("mixtures_documented", "d", [{"mixture_id": make_key(m, d), "model": m, "domain": d, "weight": w,
+                                             "source": "hand"} for m, d, w in rows])
+    assert documented_truth(lake, "/data/mine/model") == (None, None)
+    assert documented_truth(lake, sandbox)[0] == {"code": 0.7, "web": 0.3}
+    assert documented_truth(lake, "EleutherAI/Pythia-1B")[0] == {"code": 0.1, "web": 0.9}  # the run's last part
