@@ -447,10 +447,11 @@ class Sampler:
 
     def run_id_for(self, study: str, temperature: float, base_temperature: float, n: int) -> str:
         """The run a point classifies: the given run at the base temperature, else the sweep's own, named by
-        temperature and sample count (a sweep asking for more samples gets a new run, never a clash)."""
+        model, temperature and sample count (a sweep asking for more samples, or of another model under the same
+        study name, gets a new run, never a clash)."""
         if self.run_id is not None and temperature == base_temperature:
             return self.run_id
-        return f"sweep-{study}-t{temperature:g}-n{n}"
+        return f"sweep-{study}-{make_key(self.model)[:8]}-t{temperature:g}-n{n}"
 
     def texts(self, lake: Lake, study: str, temperature: float, base_temperature: float, n_needed: int,
               progress: bool) -> tuple[str, list[str]]:

@@ -326,3 +326,18 @@ def test_sweep_documented_truth_matches_a_model_as_the_mart_does(tmp_path: Path)
     assert documented_truth(lake, "/data/mine/model") == (None, None)
     assert documented_truth(lake, sandbox)[0] == {"code": 0.7, "web": 0.3}
     assert documented_truth(lake, "EleutherAI/Pythia-1B")[0] == {"code": 0.1, "web": 0.9}  # the run's last part
+
+
+def test_sweep_runs_of_two_models_never_share_a_run_id() -> None:
+    """The runs a sweep samples itself were named `sweep-<study>-t<T>-n<N>`, without the model; the default study
+    is the model's folder name (`model` for every sandbox and most save_pretrained folders), and inject's default
+    study leaves out --seed, --base and --size. So sweeping a second model, or `mixture inject --seed 1` after the
+    seed-0 study, trained every sandbox and then stopped on the first run: "run ... already exists with other
+    parameters or prompts; choose another --run-id" (an option neither command has)."""
+    from ingest.mixture.sweep import Sampler
+
+    a = Sampler(model="/wh/sandbox/tiny-seed0/model").run_id_for("model", 0.7, 1.0, 300)
+    b = Sampler(model="/data/mine/model").run_id_for("model", 0.7, 1.0, 300)
+    assert a != b
+    assert a == Sampler(model="/wh/sandbox/tiny-seed0/model").run_id_for("model", 0.7, 1.0, 300)  # still resumable
+    assert Sampler(model="/m", run_id="r").run_id_for("s", 1.0, 1.0, 300) == "r"  # the given run at its temperature
