@@ -276,11 +276,12 @@ class Lake:
             shutil.rmtree(j["dir"], ignore_errors=True)
 
     def recover(self) -> int:
-        """Finish the transactions a crashed step committed but did not apply; returns how many."""
+        """Finish the transactions a crashed step committed but did not apply (a live one's is its own to apply:
+        `_owner_alive`); returns how many."""
         d = self.root / "_txn"
         if not d.is_dir() or _SNAPSHOTS.get(str(self.root)):
             return 0  # (under this process's snapshot: the writer applies it once the snapshot ends)
-        journals = sorted(d.glob("*.json"))
+        journals = [j for j in sorted(d.glob("*.json")) if not _owner_alive(j)]
         for j in journals:
             self._apply(j)
         return len(journals)
@@ -374,6 +375,28 @@ class Lake:
             self.partition_path(table, p) for p in self.partitions(table)]
         parts = [self._read_partition(p, s) for p in paths if p.exists()]
         return pa.concat_tables(parts) if parts else s.schema.empty_table()
+
+
+def _owner_alive(journal: Path) -> bool:
+    """Whether the transaction that wrote `journal` is still live: it holds the lock on its staging folder until
+    its journal is applied, so it applies it itself (after a running build, when one holds the snapshot). Another
+    lake use must not queue for it: a read or a second import's staging would wait for the whole build."""
+    import fcntl
+
+    try:
+        folder = json.loads(journal.read_text()).get("dir")
+        fd = os.open(folder, os.O_RDONLY) if folder else None
+    except (OSError, ValueError):
+        return False
+    if fd is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _locked_dir(folder: Path) -> int:

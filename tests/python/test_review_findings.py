@@ -341,3 +341,66 @@ def test_sweep_runs_of_two_models_never_share_a_run_id() -> None:
     assert a != b
     assert a == Sampler(model="/wh/sandbox/tiny-seed0/model").run_id_for("model", 0.7, 1.0, 300)  # still resumable
     assert Sampler(model="/m", run_id="r").run_id_for("s", 1.0, 1.0, 300) == "r"  # the given run at its temperature
+
+
+_HOLD_SNAPSHOT = """
+import sys, time
+from pathlib import Path
+from ingest.lake import Lake
+home, ready, stop = sys.argv[1:4]
+with Lake(home).snapshot():  # what `lmaudit build` holds for its whole dbt run
+    Path(ready).touch()
+    t = time.time()
+    while not Path(stop).exists() and time.time() - t < 8:
+        time.sleep(0.05)
+"""
+
+_IMPORT = """
+import sys
+from ingest.lake import Lake
+lake = Lake(sys.argv[1])
+with lake.transaction():
+    lake.write("runs", "r1", [{"run_id": "r1", "model": "m", "setting": "prefix"}])
+"""
+
+
+def test_lake_reads_and_staging_do_not_wait_for_a_build_behind_another_import(tmp_path: Path) -> None:
+    """While `lmaudit build` holds the lake snapshot, an import's commit waits (as documented). But every other lake
+    use then waited too: `Lake.read` and `Lake.init` (the first step of any write or transaction) "recover" the
+    waiting import's journal, i.e. queue for the same exclusive lock, so a read-only command (score, trace, sweep)
+    or the staging of a second import hung until the build ended, printing "the change is staged" for a read. A
+    journal whose transaction is alive (its staging folder is locked) is its owner's to apply; only a dead one's is
+    recovered."""
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "wh"
+    lake = Lake(home)
+    lake.write("runs", "r0", [{"run_id": "r0", "model": "m", "setting": "prefix"}])
+    ready, stop = tmp_path / "ready", tmp_path / "stop"
+    build = subprocess.Popen([sys.executable, "-c", _HOLD_SNAPSHOT, str(home), str(ready), str(stop)])
+    imp = None
+    try:
+        t0 = time.time()
+        while not ready.exists() and time.time() - t0 < 30:
+            time.sleep(0.05)
+        imp = subprocess.Popen([sys.executable, "-c", _IMPORT, str(home)], stderr=subprocess.PIPE, text=True)
+        while not list((home / "lake" / "_txn").glob("*.json")) and time.time() - t0 < 30:
+            time.sleep(0.05)  # the import committed its journal and waits for the build
+        assert list((home / "lake" / "_txn").glob("*.json")) and imp.poll() is None
+        t = time.time()
+        rows = Lake(home).read("runs").num_rows
+        other = Lake(home)
+        with pytest.raises(RuntimeError), other.transaction():  # staging; dropped before its commit
+            other.write("runs", "r2", [{"run_id": "r2", "model": "m", "setting": "prefix"}])
+            raise RuntimeError("stop before the commit")
+        waited = time.time() - t
+    finally:
+        stop.touch()
+        build.wait(30)
+        if imp is not None:
+            imp.wait(30)
+    assert waited < 2, f"a read and a staging waited {waited:.1f} s for the build"
+    assert rows == 1  # the state the build reads: the import becomes visible after it
+    assert Lake(home).read("runs").num_rows == 2 and imp.returncode == 0
