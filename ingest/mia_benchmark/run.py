@@ -168,9 +168,10 @@ def scored_keys(lake: Lake, model: str, scoring: str) -> set[tuple[str, str, str
     if not lake.partitions("text_scores"):
         return set()
     glob = lake.glob("text_scores").replace("'", "''")  # a quote in the warehouse path (supported) stays text
-    rows = duckdb.execute(
-        f"select item_kind, item_id, text_hash, coalesce(json_extract_string(params, '$.scoring'), 'lmaudit') "
-        f"from read_parquet('{glob}', union_by_name = true) where model = ?", [model]).fetchall()
+    with duckdb.connect() as con:  # its own connection: the module-level default one may hold another result
+        rows = con.execute(
+            f"select item_kind, item_id, text_hash, coalesce(json_extract_string(params, '$.scoring'), 'lmaudit') "
+            f"from read_parquet('{glob}', union_by_name = true) where model = ?", [model]).fetchall()
     return {(k, i, h) for k, i, h, sc in rows if sc == scoring}
 
 

@@ -94,3 +94,17 @@ def test_ingest_modules_import_each_other_without_circles():
             edges.setdefault(src, set()).add(dst)
     circles = _cycles(edges)
     assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)
+
+
+def test_library_code_never_uses_duckdbs_shared_default_connection():
+    """`duckdb.sql/execute/query` run on one module-level connection shared by the whole process: a result left
+    unfinished anywhere (a `fetchone()` of a one-row result is enough) makes the next call there fail with
+    "connection has an unfinished result" (it failed CI once, test order dependent). Library code opens its own."""
+    bad = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb"
+                    and node.func.attr in ("sql", "execute", "query", "query_df", "from_query")):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bad, "duckdb's default connection used at " + ", ".join(bad)

@@ -19,13 +19,13 @@ def _gen_rows(run: str, n: int) -> list[dict]:
 
 
 def _count(lake: Lake, table: str) -> int:
-    return duckdb.execute(f"select count(*) from read_parquet('{lake.glob(table)}', union_by_name = true)").fetchone()[0]
+    return duckdb.connect().execute(f"select count(*) from read_parquet('{lake.glob(table)}', union_by_name = true)").fetchone()[0]
 
 
 def test_every_table_has_a_zero_row_schema_file(lake: Lake) -> None:
     for name, s in TABLES.items():
         assert _count(lake, name) == 0
-        cols = duckdb.sql(f"select * from read_parquet('{lake.glob(name)}', union_by_name = true)").columns
+        cols = duckdb.connect().sql(f"select * from read_parquet('{lake.glob(name)}', union_by_name = true)").columns
         assert cols == s.schema.names
 
 
@@ -35,7 +35,7 @@ def test_round_trip_preserves_values_and_types(lake: Lake) -> None:
     back = lake.read("generations").to_pylist()
     assert back == rows
     # and DuckDB, the reader dbt uses, sees the same rows
-    got = duckdb.execute(f"select generation_id, text from read_parquet('{lake.glob('generations')}', union_by_name=true) "
+    got = duckdb.connect().execute(f"select generation_id, text from read_parquet('{lake.glob('generations')}', union_by_name=true) "
                      "order by sample_idx").fetchall()
     assert got == [(r["generation_id"], r["text"]) for r in rows]
 

@@ -199,7 +199,7 @@ def test_score_scores_every_member_and_non_member_once(bench, mini_stack) -> Non
     args = ["-w", str(home), "mia-benchmark", "score", "--corpus", "mini", "--model", str(mini_stack["model"])]
     assert run(args) == 0
     labels = lake.glob("mia_labels")
-    joined = duckdb.sql(f"""select l.label, count(s.score_id) as n_scores, count(*) as n
+    joined = duckdb.connect().sql(f"""select l.label, count(s.score_id) as n_scores, count(*) as n
         from read_parquet('{labels}', union_by_name = true) l
         left join read_parquet('{lake.glob("text_scores")}', union_by_name = true) s
           on s.item_kind = l.item_kind and s.item_id = l.item_id and s.text_hash = l.text_hash
