@@ -194,7 +194,7 @@ def inject(
     n: Annotated[int, typer.Option("--n", help="Unconditional samples per model (the neutral preset's).")] = _NEUTRAL_N,
     per_domain: Annotated[int, typer.Option("--per-domain", help="Held-out reference documents per domain for the frozen classifier.")] = 150,
     estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators).")] = None,
-    study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>-<steps>steps).")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>-<steps>steps, then -<size>, -seed<N>, -base<key> where they are not the defaults).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sandboxes, reference documents and classifier.")] = 0,
 ) -> None:
     """LLMSurgeon's toxic injection (Table 9) on the sandbox: one model per share of an injected domain

@@ -97,10 +97,23 @@ def make_plan(domain: str, shares: tuple[float, ...], base: str | None, size: st
 
 
 def default_study(plan: InjectPlan) -> str:
-    """inject-<domain>-<steps>steps: runs with another training budget are another study, never mixed in one."""
+    """inject-<domain>-<steps>steps, then -<size>, -seed<N> and -base<key> where they differ from the defaults
+    (tiny, seed 0, the other domains equal): models of another training budget, size, seed or base mixture are
+    another study, never mixed into one Table 9 (the first name stays what it was for the defaults)."""
+    import hashlib
+
     from ingest.sandbox.sizes import get_size
 
-    return f"inject-{plan.domain}-{plan.steps or get_size(plan.size).steps}steps"
+    name = f"inject-{plan.domain}-{plan.steps or get_size(plan.size).steps}steps"
+    if plan.size != "tiny":
+        name += f"-{plan.size}"
+    if plan.seed != 0:
+        name += f"-seed{plan.seed}"
+    others = sorted(plan.base)
+    if any(abs(plan.base[d] - 1 / len(others)) > 1e-9 for d in others):
+        key = ",".join(f"{d}={plan.base[d]:.6g}" for d in others)
+        name += "-base" + hashlib.sha256(key.encode()).hexdigest()[:6]
+    return name
 
 
 @dataclass

@@ -87,6 +87,13 @@ def test_injection_plan_and_its_bad_inputs() -> None:
     assert plan.mixture_spec(0.1) == "boilerplate=0.3,code=0.3,documentation=0.3,headers=0.1"
     assert default_study(plan) == "inject-headers-420steps"  # tiny's own budget; another budget, another study
     assert default_study(make_plan("headers", (0.0, 0.1), None, "tiny", 1200, 0)) == "inject-headers-1200steps"
+    # another seed, size or base mixture is another study too: Table 9 never mixes their models
+    names = {default_study(make_plan("headers", (0.0, 0.1), b, sz, 1200, sd))
+             for b, sz, sd in [(None, "tiny", 0), (None, "tiny", 1), (None, "small", 0),
+                               ("code=2,boilerplate=1,documentation=1", "tiny", 0)]}
+    assert len(names) == 4
+    assert default_study(make_plan("headers", (0.0, 0.1), "code=1,boilerplate=1,documentation=1", "tiny", 1200, 0)) \
+        == "inject-headers-1200steps"  # equal weights given explicitly: the default study
     plan = make_plan("code", (0.0, 0.2), "documentation=3,boilerplate=1", "tiny", None, 0)
     assert plan.mixture_spec(0.2) == "boilerplate=0.2,code=0.2,documentation=0.6"
     with pytest.raises(UserError, match="not a sandbox domain"):
