@@ -5,7 +5,8 @@ expected ids in test_real_vocabs.py).
 
 Oracles: the tokenizer file itself for the prompt ids; a greedy loop that recomputes the whole sequence at every
 step (no KV cache) for the hf backend's cached generation, whose cache argument differs between architectures;
-one unpadded forward pass per text for the scorer's padded batches.
+one unpadded forward pass per text for the scorer's padded batches; a reload for the classifier fine-tuned on an
+encoder with Llama-2's tokenizer (which has no pad token).
 """
 
 from __future__ import annotations
@@ -107,3 +108,41 @@ def test_scorer_batches_texts_of_different_lengths_exactly(models, arch):
             logp = torch.log_softmax(scorer.model(input_ids=torch.tensor([ids])).logits[0, :-1].float(), -1)
         want = logp.gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).squeeze(-1).tolist()
         assert got.logprobs == pytest.approx(want, abs=1e-4), arch
+
+
+@pytest.mark.slow
+def test_classifier_fine_tunes_a_checkpoint_with_llama2s_tokenizer(models, tmp_path):
+    """`classify train --backend transformer --checkpoint` on an encoder whose tokenizer is Llama-2's (no pad token,
+    SentencePiece with byte fallback): it trains, and the saved classifier reloads to the same posteriors."""
+    import shutil
+
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer, DistilBertConfig, DistilBertForSequenceClassification
+
+    from ingest.classify import load_classifier, train_classifier
+    from ingest.lake import Lake
+    from ingest.references import import_references
+    from test_classify import local_corpus, write_refs
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "lmaudit_gguf.json"):
+        shutil.copy(models["llama"] / name, ckpt / name)
+    tok = AutoTokenizer.from_pretrained(str(ckpt))
+    assert tok.pad_token is None  # Llama-2 has none: the backend must cope
+    torch.manual_seed(0)
+    DistilBertForSequenceClassification(DistilBertConfig(
+        vocab_size=len(tok), max_position_embeddings=64, dim=16, n_layers=1, n_heads=2, hidden_dim=32,
+        num_labels=2, pad_token_id=0)).save_pretrained(ckpt)
+    corpus = local_corpus(per_domain=10, chars=200)
+    lake = Lake(tmp_path / "w")
+    import_references(lake, write_refs(tmp_path / "refs.jsonl", corpus, n=8, plant=False), folds=2)
+    s = train_classifier(lake, backend="transformer", name="llama-tok", progress=False,
+                         params={"checkpoint": str(ckpt), "epochs": 1, "lr": 1e-3, "max_len": 32, "batch_size": 8})
+    assert s.n_docs == 24 and s.folds == 2
+    texts = [t for ts in corpus.values() for t in ts[8:]]
+    clf = load_classifier(lake, "llama-tok")
+    p = clf.posteriors(texts)
+    assert p.shape == (len(texts), 3) and np.allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_allclose(load_classifier(lake, "llama-tok").posteriors(texts), p, atol=1e-6)
