@@ -16,6 +16,19 @@ from ingest.errors import StepFailed, UserError
 from ingest.home import db_path
 
 FILES = ("manifest.json", "catalog.json")
+MARKER = ".lmaudit-docs"  # left in every folder `lmaudit docs` writes: a later run may replace its files
+
+
+def claim_docs_folder(out: Path) -> None:
+    """Write the site only into a new or empty folder, one an earlier `lmaudit docs` wrote (its marker), or one
+    holding nothing but the site's own files (a site written before the marker existed): a user's folder with an
+    `index.html` of its own is never overwritten."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file; give a folder for the documentation site")
+    ours = {"index.html", MARKER, *FILES}
+    if out.is_dir() and not (out / MARKER).exists() and any(p.name not in ours for p in out.iterdir()):
+        raise UserError(f"{out} is not empty and was not written by `lmaudit docs`; give a new or empty folder "
+                        "(nothing in it was changed)")
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,8 @@ def generate_docs(home: Path, out: Path) -> DocsSite:
 
     if not db_path(home).exists():
         raise UserError(f"no warehouse database at {db_path(home)}; run `lmaudit build` first")
+    out = out.resolve()
+    claim_docs_folder(out)  # before dbt runs: a refused folder costs nothing
     with build_lock(home):
         res = run_dbt(home, ["docs", "generate", "--static"])
     if res.exception is not None and "lock" in str(res.exception).lower():
@@ -45,8 +60,9 @@ def generate_docs(home: Path, out: Path) -> DocsSite:
     static = target / "static_index.html"
     if not static.exists():
         raise StepFailed(f"dbt docs generate wrote no {static}; details in {home / 'dbt' / 'logs' / 'dbt.log'}")
-    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("site written by lmaudit docs; a later run replaces index.html, manifest.json and "
+                              "catalog.json here\n")
     shutil.copyfile(static, out / "index.html")
     for name in FILES:
         shutil.copyfile(target / name, out / name)

@@ -31,3 +31,29 @@ def test_new_empty_and_own_folders_are_taken(tmp_path) -> None:
     f.write_text("x")
     with pytest.raises(UserError, match="is a file"):
         claim_folder(f)
+
+
+def test_docs_out_never_overwrites_a_users_folder(tmp_path) -> None:
+    """`lmaudit docs --out DIR` replaced DIR/index.html (and manifest.json, catalog.json) whatever DIR held."""
+    from ingest.explore.docs import MARKER as DOCS_MARKER
+    from ingest.explore.docs import claim_docs_folder
+
+    user = tmp_path / "site"
+    user.mkdir()
+    (user / "index.html").write_text("my page")
+    (user / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not written by `lmaudit docs`"):
+        claim_docs_folder(user)
+    assert (user / "index.html").read_text() == "my page"
+    claim_docs_folder(tmp_path / "new")  # a new folder
+    old = tmp_path / "old"  # a site written before the marker existed: only the site's own files
+    old.mkdir()
+    for name in ("index.html", "manifest.json", "catalog.json"):
+        (old / name).write_text("{}")
+    claim_docs_folder(old)
+    (user / DOCS_MARKER).write_text("")
+    claim_docs_folder(user)  # an earlier `lmaudit docs` wrote here
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(UserError, match="is a file"):
+        claim_docs_folder(f)
