@@ -1,7 +1,8 @@
 {#- The membership scores of a text_scores row, oriented so that HIGHER means "looks more like training
     data": -loss, -zlib, Min-K%, Min-K%++ and -(loss / reference-model loss), as a list of
-    {estimator, member_score} structs to unnest. The same signs as int_mixture_mia_scores (LLMSurgeon's
-    baselines); text_method_scores rows carry member_score already oriented. -#}
+    {estimator, member_score} structs to unnest: the one definition of these signs, used by
+    int_mixture_mia_scores (LLMSurgeon's baselines) and int_mia_benchmark_scores; text_method_scores rows carry
+    member_score already oriented. -#}
 {% macro mia_oriented_text_scores(relation) -%}
 unnest([
     { 'estimator': 'mia_loss', 'member_score': -{{ relation }}.loss },

@@ -50,17 +50,11 @@ current_scores as (
 methods as (
 
     select
-        model,
-        scoring,
-        ref_doc_id,
-        domain,
-        unnest([
-            { 'estimator': 'mia_loss', 'member_score': -loss },
-            { 'estimator': 'mia_zlib', 'member_score': -zlib_loss },
-            { 'estimator': 'mia_mink', 'member_score': mink },
-            { 'estimator': 'mia_minkpp', 'member_score': minkpp },
-            { 'estimator': 'mia_ref', 'member_score': -(loss / nullif(ref_loss, 0)) }
-        ]) as m
+        current_scores.model,
+        current_scores.scoring,
+        current_scores.ref_doc_id,
+        current_scores.domain,
+        {{ mia_oriented_text_scores('current_scores') }} as m
     from current_scores
 
 ),
