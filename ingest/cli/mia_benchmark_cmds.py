@@ -54,18 +54,11 @@ def score(
 ) -> None:
     """Score the labelled members and non-members as `lmaudit score` does (loss, zlib, Min-K%, Min-K%++), resumable;
     `lmaudit score --methods ...` adds the other baselines for reference documents and runs."""
-    from ingest.errors import UserError
     from ingest.mia_benchmark.run import unscored_sources
     from ingest.score.run import ScoreJob, score_items
 
-    if batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
-    if device not in ("cpu", "cuda", "auto"):
-        raise UserError(f"--device must be cpu, cuda or auto, not {device!r}")
-    if dtype not in ("float32", "bfloat16", "float16"):
-        raise UserError(f"--dtype must be float32, bfloat16 or float16, not {dtype!r}")
+    job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)  # checks its options (UserError)
     lake = state(ctx).lake
-    job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)
     _ = job.convention  # an unknown --scoring is one line before the model loads
     todo, done = unscored_sources(lake, corpus, model, scoring)
     for source in done:

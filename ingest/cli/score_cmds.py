@@ -47,14 +47,8 @@ def score(
 
     if not reference and not run:
         raise UserError("say what to score: --reference and/or --run R")
-    if batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
-    if device not in ("cpu", "cuda", "auto"):
-        raise UserError(f"--device must be cpu, cuda or auto, not {device!r}")
-    if dtype not in ("float32", "bfloat16", "float16"):
-        raise UserError(f"--dtype must be float32, bfloat16 or float16, not {dtype!r}")
+    job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)  # checks its options (UserError)
     lake = state(ctx).lake
-    job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)
     job.convention  # an unknown --scoring is one line before the model loads
     names = parse_methods(methods)
     if names and scoring != "authors":

@@ -36,6 +36,15 @@ class ScoreJob:
     dtype: str = "float32"
     scoring: str = "authors"
 
+    def __post_init__(self) -> None:
+        """The options every command that scores shares (`score`, `mia-benchmark score`), checked once here."""
+        if self.batch_size < 1:
+            raise UserError("--batch-size must be at least 1")
+        if self.device not in ("cpu", "cuda", "auto"):
+            raise UserError(f"--device must be cpu, cuda or auto, not {self.device!r}")
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise UserError(f"--dtype must be float32, bfloat16 or float16, not {self.dtype!r}")
+
     @property
     def convention(self) -> Scoring:
         return SCORINGS.get(self.scoring)
