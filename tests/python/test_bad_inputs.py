@@ -12,34 +12,17 @@ rename of an import and between the chunks of a generation (the lake shows all o
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from bad_input_catalogue import Case, lake_digest, run_case, write
 
 from ingest.cli.main import run
-
-
-@dataclass
-class Case:
-    name: str
-    args: list[str]                      # {home}, {data}, {idx} are filled in
-    message: str                         # a substring of the one error line
-    setup: Callable[[Path, Path], None] | None = None   # (home, data) -> None, before the lake snapshot
-    rc: int = 2
-    extra: list[str] = field(default_factory=list)       # global options instead of `-w <the copy>`
-    fault: Callable[[pytest.MonkeyPatch, Path], None] | None = None  # (monkeypatch, home): a fault to inject
-
-
-def _write(path: Path, text: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
 
 
 @pytest.fixture(scope="module")
@@ -48,23 +31,23 @@ def base(tmp_path_factory) -> dict[str, Path]:
     data = root / "data"
     docs = [{"text": f"document {i}: the quick brown fox number {i} jumps over the lazy dog " * 3, "id": f"d{i}"}
             for i in range(60)]
-    _write(data / "corpus.jsonl", "".join(json.dumps(d) + "\n" for d in docs))
-    _write(data / "empty_texts.jsonl", "".join(json.dumps({"text": ""}) + "\n" for _ in range(3)))
-    _write(data / "gens.jsonl", "".join(json.dumps({"text": t}) + "\n"
+    write(data / "corpus.jsonl", "".join(json.dumps(d) + "\n" for d in docs))
+    write(data / "empty_texts.jsonl", "".join(json.dumps({"text": ""}) + "\n" for _ in range(3)))
+    write(data / "gens.jsonl", "".join(json.dumps({"text": t}) + "\n"
                                         for t in ["the quick brown fox number 3 jumps", "something else"]))
     rows = [{"text": f"row {i} " * 20} for i in range(3000)]
     blob = "".join(json.dumps(r) + "\n" for r in rows).encode()
-    _write(data / "ok.jsonl.gz", gzip.compress(blob))
-    _write(data / "trunc.jsonl.gz", gzip.compress(blob)[:4000])
+    write(data / "ok.jsonl.gz", gzip.compress(blob))
+    write(data / "trunc.jsonl.gz", gzip.compress(blob)[:4000])
     import zstandard
 
     z = zstandard.ZstdCompressor().compress(blob)
-    _write(data / "trunc.jsonl.zst", z[:len(z) // 2])
-    _write(data / "plain_as.jsonl.gz", b'{"text": "not compressed"}\n')
-    _write(data / "plain_as.jsonl.zst", b'{"text": "not compressed"}\n')
-    _write(data / "bad.parquet", b"PAR1 not really")
-    _write(data / "latin1.jsonl", b'{"text": "caf\xe9"}\n')
-    _write(data / "afile", "a file, not a folder")
+    write(data / "trunc.jsonl.zst", z[:len(z) // 2])
+    write(data / "plain_as.jsonl.gz", b'{"text": "not compressed"}\n')
+    write(data / "plain_as.jsonl.zst", b'{"text": "not compressed"}\n')
+    write(data / "bad.parquet", b"PAR1 not really")
+    write(data / "latin1.jsonl", b'{"text": "caf\xe9"}\n')
+    write(data / "afile", "a file, not a folder")
     lines = {
         "seed_1e23": '{"text": "a", "seed": 1e23}', "seed_2_63": '{"text": "a", "seed": 9223372036854775808}',
         "sample_idx_2_31": '{"text": "a", "sample_idx": 2147483648}', "seed_negative": '{"text": "a", "seed": -1}',
@@ -76,7 +59,7 @@ def base(tmp_path_factory) -> dict[str, Path]:
         "with_prompts": '{"text": "a", "prompt": "new prompt 1"}\n{"text": "b", "prompt": "new prompt 2"}',
     }
     for name, body in lines.items():
-        _write(data / f"{name}.jsonl", body + ("\n" if body else ""))
+        write(data / f"{name}.jsonl", body + ("\n" if body else ""))
     home = root / "wh"
     assert run(["-w", str(home), "index", "build", str(data / "corpus.jsonl"), "--tokenizer", "bytes",
                 "--out", str(root / "idx"), "--name", "mini"]) == 0
@@ -84,12 +67,6 @@ def base(tmp_path_factory) -> dict[str, Path]:
                 "--model", "m", "--setting", "unconditional", "--corpus", "mini"]) == 0
     assert run(["-w", str(home), "build", "--select", "stg_runs"]) == 0  # `lmaudit sql` needs the database
     return {"root": root, "data": data, "home": home, "idx": root / "idx"}
-
-
-def _lake_digest(home: Path) -> dict[str, str]:
-    lake = home / "lake"
-    return {str(p.relative_to(lake)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(lake.rglob("*")) if p.is_file() and "_tmp" not in p.parts}
 
 
 def _damaged_index(how: str) -> Callable[[Path, Path], None]:
@@ -117,11 +94,11 @@ def _damaged_index(how: str) -> Callable[[Path, Path], None]:
 
 
 def _broken_partition(home: Path, data: Path) -> None:
-    _write(home / "lake" / "prompts" / "broken.parquet", b"PAR1 truncated")
+    write(home / "lake" / "prompts" / "broken.parquet", b"PAR1 truncated")
 
 
 def _broken_generations(home: Path, data: Path) -> None:
-    _write(home / "lake" / "generations" / "broken.parquet", b"PAR1 truncated")
+    write(home / "lake" / "generations" / "broken.parquet", b"PAR1 truncated")
 
 
 def _duplicate_generations(home: Path, data: Path) -> None:
@@ -185,12 +162,12 @@ def _build_running(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
 
 
 def _second_classifier(home: Path, data: Path) -> None:
-    _write(home / "classifiers" / "other" / "meta.json", "{}")
+    write(home / "classifiers" / "other" / "meta.json", "{}")
 
 
 def _mixture_file(name: str, text: str) -> Callable[[Path, Path], None]:
     """A documented-mixture file beside the lake (`{home}/<name>`), for `mixture documented add`."""
-    return lambda home, data: _write(home / name, text)
+    return lambda home, data: write(home / name, text)
 
 
 DOC_ADD = ["mixture", "documented", "add"]
@@ -240,7 +217,7 @@ CASES = [
     Case("sql export database", ["sql", "export database '{root}/exp'"], "not EXPORT"),
     Case("sql create", ["sql", "create table t as select 1"], "not CREATE"),
     Case("sql reads a file next to the lake", ["sql", "select * from read_text('{home}/lake/../.build.lock')"],
-         "reads only the warehouse", setup=lambda home, data: _write(home / ".build.lock", "")),
+         "reads only the warehouse", setup=lambda home, data: write(home / ".build.lock", "")),
     Case("sql reads through ..", ["sql", "select * from read_text('{home}/lake/../../../../../etc/hostname')"],
          "reads only the warehouse"),
     Case("sql glob of /", ["sql", "select * from glob('/*')"], "reads only the warehouse"),
@@ -413,34 +390,12 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, capsys, monkeypatch) -> None:
-    root = tmp_path
-    home = root / "wh"
-    shutil.copytree(base["home"], home)
-    shutil.copytree(base["idx"], root / "idx")
-    data = base["data"]
     # the copied warehouse's corpus points at the module's index; that is the one traced
-    if case.setup:
-        case.setup(home, data)
-    before = _lake_digest(home)
-    if case.fault:
-        case.fault(monkeypatch, home)
-    fill = {"home": str(home), "data": str(data), "idx": str(root / "idx"), "root": str(root)}
-    args = [a.format(**fill) for a in case.args]
-    capsys.readouterr()
-    try:
-        rc = run([*(case.extra and [a.format(**fill) for a in case.extra] or ["-w", str(home)]), *args])
-    finally:
+    def release_locks() -> None:
         while _LOCKS:
             _LOCKS.pop().close()
-    out = capsys.readouterr()
-    err = out.err.strip()
-    assert rc == case.rc, (rc, err, out.out[-500:])
-    assert "Traceback" not in out.err + out.out
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert case.message in lines[0], (case.message, lines[0])
-    assert _lake_digest(home) == before
-    assert not list((home / "lake").glob("_tmp/txn-*")) and not list((home / "lake").glob("_txn/*"))  # nothing staged
+
+    home = run_case(case, base, tmp_path, capsys, monkeypatch, cleanup=release_locks)
     assert not (home / "classifiers").exists() or case.setup is not _second_classifier or \
         (home / "classifiers" / "other" / "meta.json").exists()
 
@@ -484,10 +439,10 @@ def test_random_suffix_array_bytes_are_one_line_not_sigbus(base, tmp_path) -> No
     shutil.copytree(base["home"], home)
     shutil.copytree(base["idx"], tmp_path / "idx")
     _damaged_index("random-table")(home, base["data"])
-    before = _lake_digest(home)
+    before = lake_digest(home)
     _one_error_line(_lmaudit("trace", "--run", "r1", "--index", str(tmp_path / "idx-bad"), home=home), 2,
                     "table.0")
-    assert _lake_digest(home) == before
+    assert lake_digest(home) == before
 
 
 def test_build_and_export_stops_after_a_failed_build(base, tmp_path) -> None:

@@ -12,7 +12,6 @@ re-run after it.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import random
@@ -21,27 +20,13 @@ import subprocess
 import sys
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from bad_input_catalogue import Case, lake_digest, run_case, write
 from conftest import byte_level_bpe
 
 from ingest.cli.main import run
-
-
-@dataclass
-class Case:
-    name: str
-    args: list[str]                      # {home}, {data}, {idx}, {root} are filled in
-    message: str                         # a substring of the one error line
-    setup: Callable[[Path, Path], None] | None = None   # (home, data) -> None, before the lake snapshot
-    fault: Callable[[pytest.MonkeyPatch], None] | None = None
-
-
-def _write(path: Path, text: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
 
 
 SPAN = "the quick brown fox number 3 jumps"
@@ -53,8 +38,8 @@ def base(tmp_path_factory) -> dict[str, Path]:
     data = root / "data"
     docs = [{"text": f"document {i}: the quick brown fox number {i} jumps over the lazy dog " * 3, "id": f"d{i}"}
             for i in range(60)]
-    _write(data / "corpus.jsonl", "".join(json.dumps(d) + "\n" for d in docs))
-    _write(data / "gens.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in [SPAN, "something else"]))
+    write(data / "corpus.jsonl", "".join(json.dumps(d) + "\n" for d in docs))
+    write(data / "gens.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in [SPAN, "something else"]))
     refs = "".join(json.dumps({"text": f"reference text {i}", "domain": f"d{i % 2}"}) + "\n" for i in range(20))
     # a gzip file whose deflate stream is damaged (zlib.error), not only its checksum (gzip.BadGzipFile)
     z = bytearray(gzip.compress(refs.encode() * 50, mtime=0))
@@ -62,7 +47,7 @@ def base(tmp_path_factory) -> dict[str, Path]:
         z[k] ^= 0x5A
     with pytest.raises(zlib.error):
         gzip.decompress(bytes(z))
-    _write(data / "corrupt.jsonl.gz", bytes(z))
+    write(data / "corrupt.jsonl.gz", bytes(z))
     deep = "[" * 100_000 + "]" * 100_000
     lines = {
         "deep_gen": f'{{"text": "a", "x": {deep}}}',
@@ -74,7 +59,7 @@ def base(tmp_path_factory) -> dict[str, Path]:
         "surrogate_key": '{"text": "a", "k\\ud800": 1}',
     }
     for name, body in lines.items():
-        _write(data / f"{name}.jsonl", body + "\n")
+        write(data / f"{name}.jsonl", body + "\n")
     tok = byte_level_bpe([d["text"] for d in docs], 300)
     tok.save(str(data / "tokenizer.json"))
     home = root / "wh"
@@ -83,12 +68,6 @@ def base(tmp_path_factory) -> dict[str, Path]:
     assert run(["-w", str(home), "import", "generations", str(data / "gens.jsonl"), "--run-id", "r1",
                 "--model", "m", "--setting", "unconditional", "--corpus", "mini"]) == 0
     return {"root": root, "data": data, "home": home, "idx": root / "idx"}
-
-
-def _lake_digest(home: Path) -> dict[str, str]:
-    lake = home / "lake"
-    return {str(p.relative_to(lake)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(lake.rglob("*")) if p.is_file() and "_tmp" not in p.parts}
 
 
 def _moved_pointer(dst: Path, past_end: bool = False) -> None:
@@ -167,7 +146,7 @@ DAMAGE = [
 ]
 
 
-def _fake_no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_no_cuda(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -216,29 +195,8 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_index_or_input_is_one_line_and_changes_nothing(case: Case, base, tmp_path, capsys, monkeypatch) -> None:
-    root = tmp_path
-    home = root / "wh"
-    shutil.copytree(base["home"], home)
-    shutil.copytree(base["idx"], root / "idx")
-    data = base["data"]
-    if case.setup:
-        case.setup(home, data)
-    before = _lake_digest(home)
-    if case.fault:
-        case.fault(monkeypatch)
-    fill = {"home": str(home), "data": str(data), "idx": str(root / "idx"), "root": str(root)}
-    capsys.readouterr()
-    rc = run(["-w", str(home), *[a.format(**fill) for a in case.args]])
-    out = capsys.readouterr()
-    err = out.err.strip()
-    assert rc == 2, (rc, err, out.out[-500:])
-    assert "Traceback" not in out.err + out.out
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert case.message in lines[0], (case.message, lines[0])
-    assert _lake_digest(home) == before
+    home = run_case(case, base, tmp_path, capsys, monkeypatch)
     assert not (home / "indexes").exists()  # attach staged nothing
-    assert not list((home / "lake").glob("_tmp/txn-*")) and not list((home / "lake").glob("_txn/*"))
 
 
 def test_attach_of_an_intact_folder_with_a_manifest_still_works(base, tmp_path) -> None:
@@ -280,11 +238,11 @@ def test_a_file_truncated_while_mapped_is_one_line_then_the_rerun_is_refused(bas
     # the next command refuses the index before reading it
     home = tmp_path / "wh"
     shutil.copytree(base["home"], home)
-    before = _lake_digest(home)
+    before = lake_digest(home)
     q = subprocess.run([sys.executable, "-m", "ingest.cli.main", "-w", str(home), "trace", "--run", "r1", "--index",
                         str(idx)], check=False, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2],
                        env={**os.environ, "COLUMNS": "200"})
     lines = q.stderr.strip().splitlines()
     assert q.returncode == 2 and len(lines) == 1 and "tokenized.0 has 0 bytes" in lines[0] and "rebuild" in lines[0] \
         and "Traceback" not in q.stderr, q.stderr
-    assert _lake_digest(home) == before
+    assert lake_digest(home) == before
