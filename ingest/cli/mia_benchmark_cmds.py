@@ -60,7 +60,7 @@ def score(
     job = ScoreJob(model, ref_model, batch_size, device, dtype, scoring)  # checks its options (UserError)
     lake = state(ctx).lake
     _ = job.convention  # an unknown --scoring is one line before the model loads
-    todo, done = unscored_sources(lake, corpus, model, scoring)
+    todo, done = unscored_sources(lake, corpus, model, scoring, ref_model)
     for source in done:
         console.print(f"{source}: every text already scored under this model ({scoring})", highlight=False)
     for source, items in todo:

@@ -163,27 +163,44 @@ def scored_keys(lake: Lake, model: str, scoring: str) -> set[tuple[str, str, str
     any command, chunking or reference model: a source whose items are all here is not scored again (scoring
     it under another partition prefix, e.g. without the `--ref-model` an earlier `lmaudit score` used, would
     write a second row with the same key)."""
+    return set(scored_ref_models(lake, model, scoring))
+
+
+def scored_ref_models(lake: Lake, model: str, scoring: str) -> dict[tuple[str, str, str], str | None]:
+    """`scored_keys`, each with the reference model its row was scored with (None: without one)."""
     import duckdb
 
     if not lake.partitions("text_scores"):
-        return set()
+        return {}
     glob = lake.glob("text_scores").replace("'", "''")  # a quote in the warehouse path (supported) stays text
     with duckdb.connect() as con:  # its own connection: the module-level default one may hold another result
         rows = con.execute(
-            f"select item_kind, item_id, text_hash, coalesce(json_extract_string(params, '$.scoring'), 'lmaudit') "
+            f"select item_kind, item_id, text_hash, ref_model, "
+            f"coalesce(json_extract_string(params, '$.scoring'), 'lmaudit') "
             f"from read_parquet('{glob}', union_by_name = true) where model = ?", [model]).fetchall()
-    return {(k, i, h) for k, i, h, sc in rows if sc == scoring}
+    return {(k, i, h): ref for k, i, h, ref, sc in rows if sc == scoring}
 
 
-def unscored_sources(lake: Lake, corpus: str, model: str, scoring: str
+def unscored_sources(lake: Lake, corpus: str, model: str, scoring: str, ref_model: str | None = None
                      ) -> tuple[list[tuple[str, Sequence[tuple[str, str, str]]]], list[str]]:
-    """(`score_sources` still to score, names of the sources already scored in full)."""
-    have = scored_keys(lake, model, scoring)
+    """(`score_sources` still to score, names of the sources already scored in full).
+
+    A source partly scored with another reference model (an interrupted run with another `--ref-model`) is
+    refused: finishing it under this one would score its finished texts a second time, two rows with one key.
+    """
+    have = scored_ref_models(lake, model, scoring)
     todo, done = [], []
     for source, items in score_sources(lake, corpus):
-        if all((kind, item_id, text_hash(text)) in have for item_id, kind, text in items):
+        keys = [(kind, item_id, text_hash(text)) for item_id, kind, text in items]
+        if all(k in have for k in keys):
             done.append(source)
-        else:
-            todo.append((source, items))
+            continue
+        other = sorted({have[k] or "" for k in keys if k in have and have[k] != ref_model})
+        if other:
+            was = f"--ref-model {other[-1]}" if other[-1] else "no --ref-model"
+            now = f"--ref-model {ref_model}" if ref_model else "no --ref-model"
+            raise UserError(f"{source} is partly scored under {model} with {was} and this run has {now}; "
+                            f"run it again with {was} to finish it (scores of one text under two reference "
+                            "models would be two rows with one key)")
+        todo.append((source, items))
     return todo, done
-

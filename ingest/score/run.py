@@ -115,6 +115,8 @@ def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]]
     for part in lake.partitions("text_scores"):  # chunks of an older version of this input
         if part.startswith(prefix) and part not in names:
             lake.delete("text_scores", part)
+    for part in other_reference_partitions(lake, job, source, prefix):
+        lake.delete("text_scores", part)
     todo = [(n, c) for n, c in zip(names, chunks) if not lake.is_done("text_scores", n)]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -127,6 +129,23 @@ def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]]
             lake.write("text_scores", name, rows, meta={"source": source})
             bar.advance(task, len(chunk))
     return ScoreSummary(len(items), len(chunks), len(chunks) - len(todo), time.perf_counter() - t0)
+
+
+def other_reference_partitions(lake: Lake, job: ScoreJob, source: str, prefix: str) -> list[str]:
+    """Partitions of this source scored under the same model and convention with another `--ref-model` (or
+    none). Their rows have the same keys as this job's (the reference model is not part of a score's key:
+    the model's own scores do not change with it), so scoring again with another reference model replaces
+    them; kept, they would be a second row per text and the build's unique test would fail."""
+    stem = f"--{make_key(source)[:12]}--"
+    out = []
+    for part in lake.partitions("text_scores"):
+        if not part.startswith("score--") or stem not in part or part.startswith(prefix):
+            continue
+        first = lake.read("text_scores", part).select(["model", "params"]).slice(0, 1).to_pylist()
+        if first and first[0]["model"] == job.model and \
+                json.loads(first[0]["params"] or "{}").get("scoring", "lmaudit") == job.scoring:
+            out.append(part)
+    return out
 
 
 def reference_items(lake: Lake) -> list[tuple[str, str, str]]:

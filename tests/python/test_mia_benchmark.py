@@ -270,3 +270,36 @@ def test_mart_on_a_tiny_lake(tmp_path) -> None:
         assert got[domain][:3] == (sum(y), len(y) - sum(y), n_amb)
         assert got[domain][3] == pytest.approx(roc_auc_score(y, s))
         assert got[domain][4] == pytest.approx(tpr[np.where(fpr < 0.01)[0][-1]])
+
+
+def test_a_source_partly_scored_with_another_ref_model_is_refused_not_scored_twice(tmp_path: Path) -> None:
+    """An interrupted `mia-benchmark score --ref-model A`, resumed with `--ref-model B` (or none), used to score
+    the whole source again under B's partition prefix: its finished texts got a second row with the same
+    score_id, and `lmaudit build` failed on the unique test. Now the resume is one line; the same ref model
+    resumes; a source scored in full under A counts as done for any ref model."""
+    from ingest.errors import UserError
+    from ingest.lake import make_key, text_hash
+    from ingest.mia_benchmark.run import unscored_sources
+
+    lake = Lake(tmp_path / "wh")
+    labels = [{"label_id": make_key("c", "text", f"t{i}"), "corpus": "c", "item_kind": "text", "item_id": f"t{i}",
+               "text_hash": text_hash(f"text {i}"), "text": f"text {i}", "domain": "d", "source": "file",
+               "label": "member" if i % 2 else "non_member"} for i in range(4)]
+    lake.write("mia_labels", "c--file", labels)
+
+    def scored(ids: list[int], ref: str | None) -> None:
+        lake.write("text_scores", f"s-{ref}", [
+            {"score_id": make_key("m", "text", f"t{i}", text_hash(f"text {i}")), "model": "m", "item_id": f"t{i}",
+             "item_kind": "text", "text_hash": text_hash(f"text {i}"), "ref_model": ref,
+             "params": '{"scoring": "authors"}'} for i in ids])
+
+    scored([0, 1], "A")
+    with pytest.raises(UserError, match=r"partly scored under m with --ref-model A and this run has no --ref-model"):
+        unscored_sources(lake, "c", "m", "authors")
+    with pytest.raises(UserError, match=r"run it again with --ref-model A"):
+        unscored_sources(lake, "c", "m", "authors", "B")
+    todo, done = unscored_sources(lake, "c", "m", "authors", "A")  # the same ref model resumes
+    assert [s for s, _ in todo] == ["mia:c:file"] and done == []
+    assert unscored_sources(lake, "c", "m", "lmaudit") == (todo, [])  # another convention is another key
+    scored([0, 1, 2, 3], "A")
+    assert unscored_sources(lake, "c", "m", "authors", "B") == ([], ["mia:c:file"])

@@ -91,3 +91,25 @@ def test_score_command_writes_resumable_content_keyed_rows(mini_stack, home, tmp
     assert "(2/2 chunks already done)" in again.stdout and lake.read("text_scores").num_rows == 8
     bad = run_cli("score", "--model", str(mini_stack["model"]), home=home)
     assert bad.returncode == 2 and "--reference and/or --run" in bad.stderr
+
+
+def test_scoring_again_with_a_reference_model_replaces_the_rows_without_one(mini_stack, home, tmp_path) -> None:
+    """The reference model is not part of a score's key (the model's own scores do not change with it), but it
+    was part of the partition names: `score --run r` then `score --run r --ref-model M2` left two rows per
+    text with one score_id, and the next `lmaudit build` failed its unique test. The second run replaces."""
+    from ingest.importers.generations import import_generations
+
+    lake = Lake(home)
+    gens = tmp_path / "g.jsonl"
+    gens.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["The cat sat.", "import os", "def f(x):"]))
+    import_generations(lake, gens, run_id="r", model="m", setting="unconditional")
+    model = str(mini_stack["model"])
+    run_cli("score", "--model", model, "--run", "r", home=home, check=True)
+    without = {r["score_id"]: r for r in lake.read("text_scores").to_pylist()}
+    run_cli("score", "--model", model, "--run", "r", "--ref-model", model, home=home, check=True)
+    rows = lake.read("text_scores").to_pylist()
+    assert len(rows) == 3 and {r["score_id"] for r in rows} == set(without)
+    assert all(r["ref_model"] == model and r["ref_loss"] == pytest.approx(r["loss"], rel=1e-6) for r in rows)
+    assert all(r["loss"] == pytest.approx(without[r["score_id"]]["loss"], rel=1e-6) for r in rows)
+    run_cli("score", "--model", model, "--run", "r", "--scoring", "lmaudit", home=home, check=True)
+    assert lake.read("text_scores").num_rows == 6  # another convention is another key: kept side by side
