@@ -35,6 +35,15 @@ def open_read_only(db: Path, home: Path):
     return _Guarded(con)
 
 
+def guard_in_memory(con):
+    """An in-memory connection (tables the caller loaded first) with file access switched off and locked and
+    every statement checked as `lmaudit sql` checks it: for user SQL over data that is not in the warehouse
+    (`lmaudit audit documents --where` over a corpus's document metadata)."""
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+    return _Guarded(con)
+
+
 class _Guarded:
     """Checks every statement's type before it runs; otherwise a DuckDB connection."""
 

@@ -184,6 +184,13 @@ _SPECS = [
         _f("params", pa.string()), _f("created_at", TS),
     ]), "a membership-inference benchmark candidate labelled member / non_member / ambiguous by exact lookup in a "
         "corpus's index (lmaudit mia-benchmark label)"),
+    TableSpec("document_sets", "document_set_row_id", ("document_set", "corpus_id", "doc_ix"), pa.schema([
+        _f("document_set_row_id", pa.string(), False), _f("document_set", pa.string(), False),
+        _f("corpus_id", pa.string(), False), _f("shard", pa.int32(), False), _f("doc_ix", pa.int64(), False),
+        _f("doc_id", pa.string()), _f("source", pa.string()), _f("domain", pa.string()), _f("path", pa.string()),
+        _f("metadata", pa.string()), _f("selection", pa.string(), False), _f("prompt_set", pa.string()),
+        _f("created_at", TS),
+    ]), "a training document of a named document set (a rightsholder's documents; lmaudit audit documents)"),
 ]
 
 TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}

@@ -29,6 +29,7 @@ class PromptRequest:
     check_leakage: bool = True
     progress: bool = True
     leakage_rule: str = "propme"  # or "strict" (ingest/prompts/leakage.py)
+    doc_ixs: tuple[int, ...] | None = None  # prefix: draw only from these documents (a document set)
 
 
 SETTINGS: Registry = Registry("setting")
@@ -72,7 +73,7 @@ def _sentences(corpus, setting: str, req: PromptRequest):
 
 @SETTINGS.register("prefix")
 def _prefix(corpus, setting: str, req: PromptRequest):
-    return S.prefix(corpus, req.n, req.seed), []
+    return S.prefix(corpus, req.n, req.seed, doc_ixs=req.doc_ixs), []
 
 
 @SETTINGS.register("neutral")
@@ -100,6 +101,9 @@ def _why_fewer(corpus, setting: str, ps, req: PromptRequest) -> list[str]:
                 "drawn by frequency, so words repeat"]
     if setting == "prefix" and len(texts) < req.n:
         need = inspect.signature(S.prefix).parameters["min_doc_len"].default
+        if req.doc_ixs is not None:
+            return [f"{len(texts):,} of {req.n:,} prompts: only {len(texts):,} of the set's {len(set(req.doc_ixs)):,} "
+                    f"documents have >= {need} tokens (the prompt and its true continuation)"]
         return [f"{len(texts):,} of {req.n:,} prompts: only {len(texts):,} of the corpus's {corpus.engine.n_docs:,} "
                 f"training documents have >= {need} tokens (the prompt and its true continuation)"]
     return []
@@ -111,15 +115,17 @@ def _digest(f: Path | None) -> str | None:
 
 def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lang: str = "en", seed: int = 0,
                      file: Path | None = None, match_file: Path | None = None, check_leakage: bool = True,
-                     progress: bool = True, leakage_rule: str = "propme"):
+                     progress: bool = True, leakage_rule: str = "propme", doc_ixs: tuple[int, ...] | None = None):
     """Build one setting's prompts and write them (replacing an earlier build of the same setting).
-    Returns the `PromptSet` and notes for the user (what the sentence reader dropped, length matching)."""
+    Returns the `PromptSet` and notes for the user (what the sentence reader dropped, length matching).
+    `doc_ixs` (prefix only) draws the prefixes from those documents; the set id then names them."""
     from ingest.corpora import open_corpus
     from ingest.lake import make_key, partition_name
 
     builder = SETTINGS.get(setting)  # an unknown setting fails before the corpus is opened
     corpus = open_corpus(lake, corpus_name)
-    req = PromptRequest(n, lang, seed, file, match_file, check_leakage, progress, leakage_rule)
+    req = PromptRequest(n, lang, seed, file, match_file, check_leakage, progress, leakage_rule,
+                        None if doc_ixs is None else tuple(sorted(set(doc_ixs))))
     ps, notes = builder(corpus, setting, req)
     notes = [*notes, *_why_fewer(corpus, setting, ps, req)]
     prompt_set = make_key(corpus.corpus_id, setting, json.dumps(
@@ -127,7 +133,8 @@ def build_prompt_set(lake, corpus_name: str, setting: str, *, n: int = 1000, lan
          "leakage_filter": check_leakage,
          # the rule changes which sentences are kept; other settings keep their set ids
          **({"leakage_rule": leakage_rule} if setting in ("generic", "specific") and check_leakage else {}),
-         **({"cue_draw": "one per generation"} if setting == "minimal_cue" else {})},
+         **({"cue_draw": "one per generation"} if setting == "minimal_cue" else {}),
+         **({"documents": list(req.doc_ixs)} if req.doc_ixs is not None else {})},
         sort_keys=True))
     ps.stamp(prompt_set)
     lake.write("prompts", partition_name("set", corpus_name, setting, prompt_set[:12]), ps.rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,12 +207,13 @@ def split_prefix(tok, prompt_ids: list[int], continuation_ids: list[int]) -> tup
 
 
 def prefix(corpus: OpenCorpus, n: int, seed: int = 0, prompt_len: int = 50, continuation_len: int = 50,
-           min_doc_len: int = 100) -> PromptSet:
+           min_doc_len: int = 100, doc_ixs: Sequence[int] | None = None) -> PromptSet:
     """n training documents of >= min_doc_len tokens, sampled without replacement: the first prompt_len
-    tokens are the prompt, the next continuation_len tokens the true continuation."""
+    tokens are the prompt, the next continuation_len tokens the true continuation. `doc_ixs` draws only from
+    those documents (a document set's targeted-extraction attack, `lmaudit audit documents --prefix-prompts`)."""
     eng, tok = corpus.engine, corpus.tokenizer
     rng = random.Random(seed)
-    order = list(range(eng.n_docs))
+    order = list(range(eng.n_docs)) if doc_ixs is None else sorted(set(doc_ixs))
     rng.shuffle(order)
     rows = []
     for doc_ix in order:

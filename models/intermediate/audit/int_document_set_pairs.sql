@@ -1,0 +1,71 @@
+-- One row per (document set, propensity run, tracing pass) and its attack run: the set's own attack (a prefix
+-- run made from the prompts drawn from the set's documents, `lmaudit audit documents --prefix-prompts`) of the
+-- same model traced by the same pass; without one, the model's propme prefix run (prefixes from the whole
+-- corpus). attack_run_id is NULL, with a reason, when neither exists.
+with
+
+set_runs as (
+
+    select * from {{ ref('int_document_set_runs') }}
+
+),
+
+propensity as (
+
+    select * from set_runs
+    where role = 'propensity'
+
+),
+
+attacks as (
+
+    select * from set_runs
+    where role in ('set_attack', 'corpus_attack')
+
+),
+
+ranked as (
+
+    select
+        propensity.document_set,
+        propensity.run_id as propensity_run_id,
+        propensity.trace_id,
+        propensity.model,
+        propensity.setting as propensity_setting,
+        attacks.run_id as attack_run_id,
+        attacks.role as attack_kind,
+        row_number() over (
+            partition by propensity.document_set, propensity.run_id, propensity.trace_id
+            order by case when attacks.role = 'set_attack' then 0 else 1 end, attacks.run_id
+        ) as preference
+    from propensity
+    left join attacks
+        on
+            propensity.document_set = attacks.document_set
+            and propensity.model = attacks.model
+            and propensity.trace_id = attacks.trace_id
+
+),
+
+final as (
+
+    select
+        document_set,
+        propensity_run_id,
+        trace_id,
+        model,
+        propensity_setting,
+        attack_run_id,
+        attack_kind,
+        case
+            when attack_run_id is null
+                then
+                    'no prefix run of this model traced by this pass: build the set''s prompts with lmaudit '
+                    || 'audit documents --prefix-prompts N, generate and trace them'
+        end as null_reason
+    from ranked
+    where preference = 1
+
+)
+
+select * from final
