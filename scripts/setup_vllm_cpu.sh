@@ -12,5 +12,5 @@ python3 -m venv "$dest"
 "$dest/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 "$dest/bin/python" -m pip install --quiet --no-deps -e .
 "$dest/bin/python" -m pip install --quiet pyarrow==26.0.1 duckdb==2.0.1 rich==15.0.0 typer==0.29.2 \
-  zstandard==0.25.0 cydifflib==1.2.0 infini-gram==2.6.0 wordfreq==3.1.1
+  zstandard==0.25.0 cydifflib==1.2.0 infini-gram==2.6.0 wordfreq==3.1.1 ray==2.60.0  # ray: --executor ray
 "$dest/bin/python" -c "import vllm, ingest.generate.backends; print('vllm', vllm.__version__, 'ready in $dest')"

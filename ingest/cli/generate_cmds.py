@@ -98,9 +98,10 @@ def generate(
         kwargs = parse_engine_args(engine_arg or [])
         if dtype != "auto":
             kwargs.setdefault("dtype", dtype)
-        tp = kwargs.get("tensor_parallel_size", 1)
-        if executor == "ray" and isinstance(tp, int) and tp > max(gpus_per_worker, 1):
-            raise UserError(f"--engine-arg tensor_parallel_size={tp} needs --gpus-per-worker {tp} with --executor ray")
+        if executor == "ray":  # one engine per actor, on exactly the GPUs the actor reserves
+            from ingest.generate.placement import check_ray_placement
+
+            check_ray_placement(kwargs, gpus_per_worker)
         engine = dict(kwargs)
     corpus_row(lake, corpus)
     sampling = SamplingConfig(temperature, top_p, max_new_tokens)

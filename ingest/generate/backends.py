@@ -4,6 +4,11 @@ Both backends take the same requests (prompt token ids + one seed per sample) an
 parameters, so a run is reproducible on either: transformers draws every sample from its own seeded
 `torch.Generator`, vLLM gets a per-request `SamplingParams(seed=...)`. A backend returns only the
 continuation.
+
+Test hook: with LMAUDIT_LOAD_LOG set to a file path, every model or engine a backend builds (and every
+tokenizer-only driver) appends one line `PID<TAB>KIND` to that file (KIND: hf, vllm, tokenizer). Worker processes
+and Ray actors inherit the variable, so a test can count the models each process built
+(tests/python/test_engine_count.py). Unset, nothing is written.
 """
 
 from __future__ import annotations
@@ -124,6 +129,23 @@ def _load_tokenizer(model: str):
                         "folder (save_pretrained) or a hub name reachable from this machine") from None
 
 
+LOAD_LOG_ENV = "LMAUDIT_LOAD_LOG"
+
+
+def _note_load(kind: str) -> None:
+    """Append `PID<TAB>KIND` to $LMAUDIT_LOAD_LOG (the test hook of the module docstring); one short O_APPEND write,
+    so lines of concurrent processes never interleave."""
+    import os
+
+    path = os.environ.get(LOAD_LOG_ENV)
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{os.getpid()}\t{kind}\n".encode())
+        finally:
+            os.close(fd)
+
+
 def _start_token(tok) -> int:
     for tid in (tok.bos_token_id, tok.eos_token_id):
         if tid is not None:
@@ -151,6 +173,7 @@ class TokenizerOnly(_TokenizedBackend):
 
     def __init__(self, model: str):
         self.tok = _load_tokenizer(model)
+        _note_load("tokenizer")
 
     def generate(self, requests, sampling):
         raise RuntimeError("a TokenizerOnly backend does not generate: workers do")
@@ -193,6 +216,7 @@ class HFBackend(_TokenizedBackend):
         except (OSError, ValueError) as e:
             raise UserError(f"cannot load model {model!r} ({str(e).splitlines()[0]}); pass a local folder "
                             "written by save_pretrained") from None
+        _note_load("hf")
         self.device = device
         self.batch_size = batch_size
         # transformers 5.24 renamed the KV-cache argument and output `past_key_values` -> `cache`; the
@@ -266,21 +290,30 @@ class HFBackend(_TokenizedBackend):
 
 @register("vllm")
 class VLLMBackend(_TokenizedBackend):
-    """vLLM (GPU machines, large models): one `SamplingParams(seed=...)` per request."""
+    """vLLM (GPU machines, large models): one `SamplingParams(seed=...)` per request.
+
+    With more than one GPU per engine (tensor or pipeline parallel) the engine's workers are started as local
+    processes (`distributed_executor_backend="mp"`), chosen explicitly: inside a Ray actor vLLM's own default can be
+    "ray", which reserves GPUs outside the actor's (ingest/generate/placement.py)."""
 
     name = "vllm"
 
     def __init__(self, model: str, **engine_kwargs):
+        from ingest.generate.placement import engine_kwargs_for, in_ray_actor
+
         try:
             from vllm import LLM
         except ImportError:
             raise UserError("the vllm backend needs vLLM: pip install -e '.[vllm]' (on CPU use --backend hf)") from None
         self.tok = _load_tokenizer(model)
+        engine_kwargs = engine_kwargs_for(engine_kwargs, in_ray_actor())
+        self.engine_kwargs = engine_kwargs
         try:
             self.llm = LLM(model=model, tokenizer=model, **engine_kwargs)
         except TypeError as e:  # an unknown or mistyped --engine-arg
             raise UserError(f"vllm.LLM rejected the engine arguments {sorted(engine_kwargs)} ({e}); see "
                             "`vllm serve --help` for the names (tensor_parallel_size, max_model_len, ...)") from None
+        _note_load("vllm")
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> list[GenOutput]:
         from vllm import SamplingParams

@@ -145,3 +145,52 @@ def test_a_killed_actor_is_replaced_and_its_batch_run_again(ray_local, tmp_path)
                                                                     [[i] for i in range(6)]))
     assert marker.exists(), "the actor never died: the test did not test anything"
     assert got == [[0], [10], [20], [30], [40], [50]]
+
+
+class _FakeLLM:
+    """Stands in for `vllm.LLM` inside an actor: records what the backend passed and what the process sees."""
+
+    def __init__(self, model, tokenizer, **kwargs):
+        import os
+
+        import ray
+
+        self.seen = {"kwargs": kwargs, "pid": os.getpid(), "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                     "ray_gpus": sorted(str(g) for g in ray.get_gpu_ids()),
+                     "placement_group": ray.util.get_current_placement_group()}
+
+
+class _VLLMProbe:
+    """A generate worker with the real vllm backend on a fake `vllm` module (vLLM itself is not installed here)."""
+
+    def __init__(self, model: str, engine_kwargs: dict):
+        import types
+
+        from ingest.generate.runner import GenerateWorker
+
+        sys.modules["vllm"] = types.SimpleNamespace(LLM=_FakeLLM)
+        self.worker = GenerateWorker("vllm", model, engine_kwargs)
+
+    def __call__(self, batch):
+        return self.worker.backend.llm.seen
+
+
+def test_vllm_tensor_parallel_workers_stay_on_the_actors_gpus(ray_local, mini_stack) -> None:
+    """`--gpus-per-worker 2 --engine-arg tensor_parallel_size=2` on 4 declared GPUs: two actors, each with its own
+    two devices, and each engine told to start its workers as processes on them (`mp`): with vLLM's "ray" backend
+    (its default inside a placement group) the engine would ask the cluster for two more GPUs."""
+    from ray import cloudpickle
+
+    from ingest.executors import RayExecutor, WorkerSpec
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    spec = WorkerSpec(_VLLMProbe, (str(mini_stack["model"]), {"tensor_parallel_size": 2, "dtype": "bfloat16"}))
+    got = list(RayExecutor(workers=2, num_gpus_per_worker=2, num_cpus_per_worker=0.5).map(spec, [[0], [1], [2]]))
+    by_pid = {s["pid"]: s for s in got}
+    assert len(by_pid) == 2
+    devices = [s["cvd"].split(",") for s in by_pid.values()]
+    for s, d in zip(by_pid.values(), devices):
+        assert s["kwargs"] == {"tensor_parallel_size": 2, "dtype": "bfloat16", "distributed_executor_backend": "mp"}
+        assert len(d) == 2 and sorted(d) == s["ray_gpus"]  # local ranks 0, 1 of mp = the actor's own two GPUs
+        assert s["placement_group"] is None  # so nothing in the actor asks Ray for other GPUs
+    assert not set(devices[0]) & set(devices[1]) and set(devices[0]) | set(devices[1]) <= {"0", "1", "2", "3"}

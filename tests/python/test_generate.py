@@ -190,6 +190,11 @@ def test_generate_cli_flags_refuse_in_one_line(home) -> None:
         (["--dtype", "int8"], "--dtype"),
         (["--gpus-per-worker", "1"], "--executor ray"),
         (["--backend", "vllm", "--executor", "ray", "--engine-arg", "tensor_parallel_size=2"], "--gpus-per-worker 2"),
+        (["--backend", "vllm", "--executor", "ray", "--gpus-per-worker", "2", "--engine-arg", "tensor_parallel_size=2",
+          "--engine-arg", "distributed_executor_backend=ray"], "distributed_executor_backend=ray"),
+        (["--backend", "vllm", "--executor", "ray", "--gpus-per-worker", "4", "--engine-arg", "tensor_parallel_size=2"],
+         "--gpus-per-worker 2"),
+        (["--backend", "vllm", "--executor", "ray", "--gpus-per-worker", "2"], "idle"),
     ]
     for extra, words in cases:
         p = run_cli("generate", "--model", "m", "--corpus", "c", *extra, home=home)
@@ -229,3 +234,33 @@ def test_the_driver_loads_no_model_when_workers_generate(mini_stack, stack_lake,
     assert drv.bos_id == real.bos_id and drv.encode("def f(x):") == real.encode("def f(x):")
     with pytest.raises(Exception, match="nosuch"):
         B.driver_backend("nosuch", str(mini_stack["model"]), in_process=False)
+
+
+def test_vllm_placement_under_ray_is_explicit_and_impossible_layouts_are_refused() -> None:
+    """The engine arguments a Ray actor hands vllm.LLM (oracle: vLLM 0.32's rules, ingest/generate/placement.py):
+    more than one GPU per engine -> workers as local processes (mp), one engine on exactly the actor's GPUs."""
+    from ingest.generate.placement import check_ray_placement, engine_kwargs_for
+
+    assert engine_kwargs_for({}, in_actor=True) == {}  # one GPU: vLLM's single-process executor, nothing to place
+    assert engine_kwargs_for({"tensor_parallel_size": 2}, in_actor=True) == {
+        "tensor_parallel_size": 2, "distributed_executor_backend": "mp"}
+    assert engine_kwargs_for({"tensor_parallel_size": 2, "pipeline_parallel_size": 2}, in_actor=False)[
+        "distributed_executor_backend"] == "mp"
+    # outside Ray a user may still run one engine over a Ray cluster of their own (multi-node tensor parallel)
+    assert engine_kwargs_for({"tensor_parallel_size": 8, "distributed_executor_backend": "ray"}, in_actor=False)[
+        "distributed_executor_backend"] == "ray"
+    with pytest.raises(UserError, match="outside the actor's GPUs"):
+        engine_kwargs_for({"tensor_parallel_size": 2, "distributed_executor_backend": "ray"}, in_actor=True)
+    for ok, gpus in (({}, 0), ({}, 0.5), ({}, 1), ({"tensor_parallel_size": 2}, 2),
+                     ({"tensor_parallel_size": 2, "pipeline_parallel_size": 2}, 4),
+                     ({"tensor_parallel_size": 2, "distributed_executor_backend": "mp"}, 2)):
+        check_ray_placement(ok, gpus)
+    for bad, gpus, words in (({"tensor_parallel_size": 2}, 1, "--gpus-per-worker 2"),
+                             ({"tensor_parallel_size": 2}, 3, "--gpus-per-worker 2"),
+                             ({"tensor_parallel_size": 2, "pipeline_parallel_size": 2}, 2, "--gpus-per-worker 4"),
+                             ({}, 2, "idle"), ({"tensor_parallel_size": 1.5}, 2, "whole number"),
+                             ({"tensor_parallel_size": True}, 1, "whole number"),
+                             ({"data_parallel_size": 2}, 1, "--workers 2"),
+                             ({"tensor_parallel_size": 2, "distributed_executor_backend": "ray"}, 2, "leave it unset")):
+        with pytest.raises(UserError, match=words):
+            check_ray_placement(bad, gpus)

@@ -43,21 +43,25 @@ def _texts(lake: Lake, run_id: str) -> dict[str, tuple]:
     return {(r["prompt_id"], r["sample_idx"]): (r["text"], r["seed"]) for r in rows}
 
 
-def test_vllm_generates_all_settings_reproducibly_and_resumes(mini_stack, home, tmp_path):
+def vllm_test_model(mini_stack, model: Path) -> Path:
+    """mini_stack's tokenizer with a random GPT-2 whose head size vLLM's CPU attention has kernels for (32); the
+    weights are random, which is all a backend test needs."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    from ingest.prompts.build import build_prompt_set
-    from ingest.demo import data_file
-
-    # vLLM's CPU attention wants a head size it has kernels for (32 here); the weights are random, which is
-    # all a backend test needs
-    model = tmp_path / "gpt2-vllm"
     tok = PreTrainedTokenizerFast.from_pretrained(mini_stack["model"])
     tok.save_pretrained(model)
     torch.manual_seed(0)
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=64, n_layer=1, n_head=2,
                                bos_token_id=0, eos_token_id=0)).save_pretrained(model)
+    return model
+
+
+def test_vllm_generates_all_settings_reproducibly_and_resumes(mini_stack, home, tmp_path):
+    from ingest.prompts.build import build_prompt_set
+    from ingest.demo import data_file
+
+    model = vllm_test_model(mini_stack, tmp_path / "gpt2-vllm")
 
     lake = Lake(home)
     register_corpus(lake, "mini", [mini_stack["index"]])
