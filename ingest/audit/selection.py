@@ -75,7 +75,7 @@ def by_ids(documents: pa.Table, ids: list[str], file: Path) -> pa.Table:
         shown = ", ".join(repr(u) for u in unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
         raise UserError(f"{file}: {len(unknown)} of {len(ids)} ids are not documents of the corpus: {shown}; use the "
                         f"documents' `id` metadata field or {DOC_IX_PREFIX}<number>")
-    return documents.take(sorted(set(rows)))
+    return documents.take(pa.array(sorted(set(rows)), type=pa.int64()))
 
 
 def by_where(documents: pa.Table, where: str) -> pa.Table:
@@ -108,7 +108,7 @@ def by_where(documents: pa.Table, where: str) -> pa.Table:
                         "'$.field'))") from None
     finally:
         con.close()
-    return documents.take(picked)  # doc_ix == row
+    return documents.take(pa.array(picked, type=pa.int64()))  # doc_ix == row
 
 
 def select(documents: pa.Table, *, file: Path | None, where: str | None, name: str | None) -> Selection:
@@ -125,6 +125,7 @@ def select(documents: pa.Table, *, file: Path | None, where: str | None, name: s
     if picked.num_rows == 0:
         what = f"{file} has no id" if file is not None else f"--where {where!r} matches none of the corpus's " \
                                                              f"{documents.num_rows:,} documents"
-        raise UserError(f"the document set is empty: {what}; check it with `lmaudit audit documents ... --dry-run`"
-                        if file is None else f"the document set is empty: {what}; list one document id a line")
+        raise UserError(f"the document set is empty: {what}; try the condition with --dry-run (columns: "
+                        f"{', '.join(documents.column_names)})" if file is None
+                        else f"the document set is empty: {what}; list one document id a line")
     return Selection(set_name, how, picked)

@@ -1,0 +1,237 @@
+"""`lmaudit provenance`: the licence and metadata of every training document a generation reproduces, and the
+personal data in the reproduced spans, written to the lake for the marts (docs/provenance.md).
+
+What is read: spans of at least `min_span` index tokens (default: the dbt var `propme_mid_span_tokens` of
+dbt_project.yml, the length the marts call a reproduction) of the generations of every tracing pass (not the
+traces of prompts, `trace --prompts`: they are chance levels, not reproductions), and the documents retrieved
+for them. A document's whole text is read back from the index its pass traced against (the lake keeps only
+a window around the match) and decoded with the index's tokenizer; its licence is detected in that text.
+
+Resumable and idempotent: a document already in `document_provenance` (same corpus, same doc_ix) and a span
+already in `personal_data_scans` are skipped, so running again after new runs were traced reads only the new
+ones, and running twice writes nothing the second time. Rows are written in batches, each batch in one lake
+transaction (scans with their findings), so a killed step keeps its finished batches and never a half batch.
+`rescan=True` first removes every row of the three tables (new detector versions), then reads everything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ingest.errors import UserError
+from ingest.lake import Lake, make_key, partition_name, text_hash
+
+TABLES = ("document_provenance", "personal_data_scans", "personal_data_findings")
+DOC_BATCH = 500
+SPAN_BATCH = 5000
+
+
+@dataclass(frozen=True)
+class ProvenanceSummary:
+    min_span: int
+    n_documents: int          # documents read in this call
+    n_documents_skipped: int  # already in the lake
+    n_with_licence: int       # of those read: a licence found in the text or the metadata
+    n_spans: int              # spans scanned in this call
+    n_spans_skipped: int
+    findings: dict[str, int]  # kind -> findings in this call
+    seconds: float
+
+
+def default_min_span() -> int:
+    """The marts' reproduction length (var propme_mid_span_tokens of dbt_project.yml): one definition."""
+    import yaml
+
+    from ingest.home import project_dir
+
+    return int(yaml.safe_load((project_dir() / "dbt_project.yml").read_text())["vars"]["propme_mid_span_tokens"])
+
+
+def _connect(lake: Lake):
+    import duckdb
+
+    con = duckdb.connect()
+    for t in ("spans", "span_documents", "trace_runs", "generations", *TABLES):
+        path = lake.glob(t).replace("'", "''")
+        con.execute(f"create view {t} as select * from read_parquet('{path}', union_by_name = true)")
+    return con
+
+
+def _todo_documents(con, min_span: int) -> tuple[list[tuple], int]:
+    """[(corpus_key, corpus_id, index_dir, doc_ix, shard)] not yet read, and how many were already."""
+    rows = con.execute("""
+        with reproduced as (
+            select distinct coalesce(tr.corpus_id, tr.index_dir) as corpus_key, tr.corpus_id, tr.index_dir,
+                   sd.doc_ix, sd.shard
+            from span_documents sd
+            join spans s on sd.span_id = s.span_id
+            join trace_runs tr on s.trace_id = tr.trace_id
+            where s.length >= ? and s.generation_id in (select generation_id from generations)
+        )
+        select r.*, p.provenance_id is not null as done
+        from reproduced r
+        left join (select distinct provenance_id, corpus_key, doc_ix from document_provenance) p
+            on r.corpus_key = p.corpus_key and r.doc_ix = p.doc_ix
+        order by r.corpus_key, r.doc_ix
+    """, [min_span]).fetchall()
+    # a document retrieved by two passes of one corpus with different index folders is read once
+    todo: dict[tuple, tuple] = {}
+    done = 0
+    for key, corpus_id, index_dir, doc_ix, shard, is_done in rows:
+        if is_done:
+            done += 1
+        else:
+            todo.setdefault((key, doc_ix), (key, corpus_id, index_dir, doc_ix, shard))
+    return list(todo.values()), done
+
+
+def _todo_spans(con, min_span: int) -> tuple[list[tuple], int]:
+    rows = con.execute("""
+        select s.span_id, s.trace_id, s.generation_id, s.text, sc.span_id is not null as done
+        from spans s
+        left join (select distinct span_id from personal_data_scans) sc on s.span_id = sc.span_id
+        where s.length >= ? and s.generation_id in (select generation_id from generations)
+        order by s.span_id
+    """, [min_span]).fetchall()
+    todo = [r[:4] for r in rows if not r[4]]
+    return todo, len(rows) - len(todo)
+
+
+def _index_dirs(index_dir: str | None) -> list[str]:
+    try:
+        dirs = json.loads(index_dir or "[]")
+    except ValueError:
+        dirs = [index_dir]
+    return [str(d) for d in dirs] if isinstance(dirs, list) else [str(dirs)]
+
+
+def check_indexes(todo: Sequence[tuple]) -> None:
+    """One line naming a traced index that can no longer be opened, before anything is written."""
+    from ingest.index.manifest import IndexManifest
+
+    for index_dir in sorted({t[2] for t in todo if t[2]}):
+        for d in _index_dirs(index_dir):
+            if not IndexManifest.path_in(d).exists():
+                raise UserError(f"the index {d} that generations were traced against is gone or has no manifest; "
+                                "provenance reads each reproduced document's whole text from it: restore or "
+                                "re-attach it (`lmaudit index attach`) where it was, then run again")
+
+
+def document_row(corpus_key: str, corpus_id: str | None, index_dir: str | None, record, text: str,
+                 detector: str, now: datetime) -> dict:
+    """The `document_provenance` row of one document read from the index (`record`: an engine DocRecord)."""
+    from ingest.provenance.licences import detect_licence, normalize_expression
+    from ingest.provenance.metadata import document_metadata
+
+    meta = dict(record.metadata or {})
+    md = document_metadata(meta)
+    found = detect_licence(text)
+    return {
+        "provenance_id": make_key(corpus_key, record.doc_ix), "corpus_key": corpus_key, "corpus_id": corpus_id,
+        "index_dir": index_dir, "shard": record.shard, "doc_ix": record.doc_ix,
+        "doc_id": None if meta.get("id") is None else str(meta.get("id")),
+        "doc_tokens": record.doc_len, "doc_chars": len(text), "text_hash": text_hash(text),
+        "source": md.source, "path": md.path, "url": md.url, "repository": md.repository,
+        "licence_declared": md.licence, "licence_declared_spdx": normalize_expression(md.licence),
+        "licence_detected": found.expression, "licence_ids": list(found.ids), "licence_evidence": found.evidence,
+        "licence_coverage": found.coverage, "licence_text_truncated": found.truncated,
+        "metadata": json.dumps({**meta, "_path": record.path, "_linenum": record.linenum}, sort_keys=True,
+                               default=str),
+        "detector": detector, "created_at": now,
+    }
+
+
+def _read_documents(lake: Lake, todo: Sequence[tuple], bar, task) -> int:
+    from ingest.index.engine import IndexEngine
+    from ingest.index.tokenizer import load_tokenizer
+    from ingest.provenance.licences import versions
+
+    detector = versions()
+    with_licence = 0
+    groups: dict[tuple[str, str | None, str | None], list[tuple[int, int]]] = {}
+    for key, corpus_id, index_dir, doc_ix, shard in todo:
+        groups.setdefault((key, corpus_id, index_dir), []).append((doc_ix, shard))
+    for (key, corpus_id, index_dir), docs in groups.items():
+        engine = IndexEngine(_index_dirs(index_dir))
+        try:
+            spec = engine.manifest.tokenizer
+            tok = load_tokenizer(spec.get("path") or spec.get("name"))
+            for i in range(0, len(docs), DOC_BATCH):
+                batch = docs[i:i + DOC_BATCH]
+                now = datetime.now(timezone.utc)
+                rows = []
+                for doc_ix, _shard in batch:
+                    rec = engine.doc(int(doc_ix))
+                    rows.append(document_row(key, corpus_id, index_dir, rec, tok.decode(rec.tokens), detector, now))
+                with_licence += sum(1 for r in rows if r["licence_detected"] or r["licence_declared_spdx"])
+                name = partition_name("prov", make_key(key)[:16], make_key(*[r["provenance_id"] for r in rows])[:16])
+                lake.write("document_provenance", name, rows)
+                bar.update(task, advance=len(batch))
+        finally:
+            engine.close()
+    return with_licence
+
+
+def _scan_spans(lake: Lake, todo: Sequence[tuple], bar, task) -> dict[str, int]:
+    from ingest.provenance.personal_data import DETECTORS, find_personal_data, versions
+
+    detector = versions()
+    counts = {k: 0 for k in DETECTORS.names()}
+    for i in range(0, len(todo), SPAN_BATCH):
+        batch = todo[i:i + SPAN_BATCH]
+        now = datetime.now(timezone.utc)
+        scans, findings = [], []
+        for span_id, trace_id, generation_id, text in batch:
+            found = find_personal_data(text or "")
+            scans.append({"scan_id": make_key(span_id), "span_id": span_id, "trace_id": trace_id,
+                          "generation_id": generation_id, "n_findings": len(found), "detector": detector,
+                          "created_at": now})
+            for f in found:
+                counts[f.kind] = counts.get(f.kind, 0) + 1
+                findings.append({"finding_id": make_key(span_id, f.kind, f.start), "span_id": span_id,
+                                 "trace_id": trace_id, "generation_id": generation_id, "kind": f.kind,
+                                 "subtype": f.subtype, "start_char": f.start, "end_char": f.end,
+                                 "masked": f.masked, "value_hash": f.value_hash, "created_at": now})
+        name = partition_name("pd", make_key(*[s["span_id"] for s in scans])[:16])
+        with lake.transaction():  # a batch's scans and findings appear together or not at all
+            lake.write("personal_data_findings", name, findings)
+            lake.write("personal_data_scans", name, scans)
+        bar.update(task, advance=len(batch))
+    return counts
+
+
+def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False,
+                   progress: bool = True) -> ProvenanceSummary:
+    """Read the licence and metadata of every newly reproduced document and scan every new reproduced span."""
+    t0 = time.perf_counter()
+    if min_span is None:
+        min_span = default_min_span()
+    if min_span < 1:
+        raise UserError(f"--min-span must be at least 1 token, got {min_span}")
+    lake.init()
+    if rescan:
+        with lake.transaction():
+            for t in TABLES:
+                for p in lake.partitions(t):
+                    lake.delete(t, p)
+    with lake.snapshot():
+        con = _connect(lake)
+        try:
+            docs, docs_done = _todo_documents(con, min_span)
+            spans, spans_done = _todo_spans(con, min_span)
+        finally:
+            con.close()
+    check_indexes(docs)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=not progress, transient=True) as bar:
+        with_licence = _read_documents(lake, docs, bar, bar.add_task("documents", total=len(docs))) if docs else 0
+        counts = _scan_spans(lake, spans, bar, bar.add_task("spans", total=len(spans))) if spans else {}
+    return ProvenanceSummary(min_span, len(docs), docs_done, with_licence, len(spans), spans_done, counts,
+                             time.perf_counter() - t0)
