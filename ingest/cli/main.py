@@ -68,6 +68,7 @@ def _register_optional() -> None:
     app.add_typer(__import__("ingest.cli.vocab_cmds", fromlist=["app"]).app, name="vocab")
     app.add_typer(__import__("ingest.cli.mia_benchmark_cmds", fromlist=["app"]).app, name="mia-benchmark")
     __import__("ingest.cli.contamination_cmds", fromlist=["register"]).register(app)  # contamination, -sample
+    __import__("ingest.cli.provenance_cmds", fromlist=["register"]).register(app)  # provenance
     __import__("ingest.cli.audit_cmds", fromlist=["register"]).register(app)  # audit documents
 
 

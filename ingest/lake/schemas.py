@@ -191,6 +191,29 @@ _SPECS = [
         _f("metadata", pa.string()), _f("selection", pa.string(), False), _f("prompt_set", pa.string()),
         _f("created_at", TS),
     ]), "a training document of a named document set (a rightsholder's documents; lmaudit audit documents)"),
+    TableSpec("document_provenance", "provenance_id", ("corpus_key", "doc_ix"), pa.schema([
+        _f("provenance_id", pa.string(), False), _f("corpus_key", pa.string(), False), _f("corpus_id", pa.string()),
+        _f("index_dir", pa.string()), _f("shard", pa.int32()), _f("doc_ix", pa.int64(), False),
+        _f("doc_id", pa.string()), _f("doc_tokens", pa.int64()), _f("doc_chars", pa.int64()),
+        _f("text_hash", pa.string()), _f("source", pa.string()), _f("path", pa.string()), _f("url", pa.string()),
+        _f("repository", pa.string()), _f("licence_declared", pa.string()), _f("licence_declared_spdx", pa.string()),
+        _f("licence_detected", pa.string()), _f("licence_ids", pa.list_(pa.string())),
+        _f("licence_evidence", pa.string()), _f("licence_coverage", pa.float64()),
+        _f("licence_text_truncated", pa.bool_()), _f("metadata", pa.string()), _f("detector", pa.string()),
+        _f("created_at", TS),
+    ]), "a training document reproduced by a span: its metadata and the licence found in its whole text "
+        "(lmaudit provenance)"),
+    TableSpec("personal_data_scans", "scan_id", ("span_id",), pa.schema([
+        _f("scan_id", pa.string(), False), _f("span_id", pa.string(), False), _f("trace_id", pa.string(), False),
+        _f("generation_id", pa.string(), False), _f("n_findings", pa.int32(), False), _f("detector", pa.string()),
+        _f("created_at", TS),
+    ]), "a reproduced span scanned for personal data (lmaudit provenance), with how many findings it has"),
+    TableSpec("personal_data_findings", "finding_id", ("span_id", "kind", "start_char"), pa.schema([
+        _f("finding_id", pa.string(), False), _f("span_id", pa.string(), False), _f("trace_id", pa.string(), False),
+        _f("generation_id", pa.string(), False), _f("kind", pa.string(), False), _f("subtype", pa.string()),
+        _f("start_char", pa.int32(), False), _f("end_char", pa.int32(), False), _f("masked", pa.string(), False),
+        _f("value_hash", pa.string(), False), _f("created_at", TS),
+    ]), "an e-mail address, phone number, key or token in a reproduced span, masked (never stored in full)"),
 ]
 
 TABLES: dict[str, TableSpec] = {s.name: s for s in _SPECS}
