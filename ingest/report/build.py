@@ -94,6 +94,10 @@ def build_report(home: Path, out: Path | None = None) -> Report:
         c_html, c_images, c_skipped = contamination_section(con, out)  # benchmark contamination
         tables, skipped = tables + c_html, skipped + c_skipped
         images.update(c_images)
+        from ingest.report.document_propensity import document_propensity_section
+
+        d_html, d_skipped = document_propensity_section(con)  # for rightsholders: document sets
+        tables, skipped = tables + d_html, skipped + d_skipped
         from ingest.explore.links import report_section
 
         tables += report_section(con, home, out)  # links into `lmaudit explore`

@@ -254,3 +254,20 @@ def test_intervals_match_an_independent_bootstrap(built: Path) -> None:
         lo, hi = _interval(pm)
         assert close(r["pm_ci_low"], lo) and close(r["pm_ci_high"], hi), r
         assert r["n_skipped_rounds"] == int(np.isnan(pm).sum())
+
+
+def test_corpus_attack_counts_targeted_extraction_only_for_prefixes_from_the_set(built: Path) -> None:
+    got = rows(built, "select * from fct_document_set_propensity where document_set = 'other' and propensity_run_id != 'v'")
+    assert got and all(r["attack_run_id"] == "pc" and r["te_generations"] == 0 and r["te"] is None for r in got)
+
+
+def test_report_section_shows_each_set(built: Path) -> None:
+    from ingest.report.document_propensity import document_propensity_section
+
+    with duckdb.connect(str(db_path(built)), read_only=True) as con:
+        page, skipped = document_propensity_section(con)
+    assert not skipped
+    assert "<h3>rh: 3 documents" in page and "<h3>other: 1 documents" in page
+    assert "3 / 4" in page and "0.50 [" in page  # u's r20 against a, PM 1/2
+    assert "2 of 4 generations" in page  # the set's attack: targeted extraction
+    assert "d1" in page  # the most reproduced documents

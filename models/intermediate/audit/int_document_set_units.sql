@@ -2,8 +2,9 @@
 -- unit's counts behind the set's (and each document's) r20, r50, fmr and targeted extraction. Which generation
 -- counts (not degenerate) and what a hit is (r_mid, r_long, fm_raw, te_hit) come from the per-run metrics' own
 -- macro (macros/propme_metric_flags.sql), so a change there reaches these numbers too. A document's r20 / r50 /
--- fmr share the unit's n_ok as denominator (ingest/audit/marts.py); its targeted extraction counts the attack
--- generations whose prefix was drawn from it (n_te, te_hits). Document rows exist only where a count is > 0.
+-- fmr share the unit's n_ok as denominator (ingest/audit/marts.py); targeted extraction counts only the attack
+-- generations whose prefix was drawn from the set (from the document): the corpus-wide attack draws most of its
+-- prefixes elsewhere. Document rows exist only where a count is > 0.
 with
 
 params as (
@@ -45,8 +46,10 @@ whole_set as (
         count(*) filter (where not_degenerate and r_mid) as r20_hits,
         count(*) filter (where not_degenerate and r_long) as r50_hits,
         count(*) filter (where not_degenerate and fm_raw) as fmr_hits,
-        count(*) filter (where not_degenerate and has_true_continuation) as n_te,
-        count(*) filter (where not_degenerate and has_true_continuation and te_hit) as te_hits
+        count(*) filter (where not_degenerate and has_true_continuation and source_doc_ix is not null) as n_te,
+        count(*) filter (
+            where not_degenerate and has_true_continuation and te_hit and source_doc_ix is not null
+        ) as te_hits
     from flags
     where doc_ix is null
     group by document_set, run_id, trace_id, unit_id
