@@ -2,6 +2,8 @@
 
     python benchmarks/trace_bench.py [--corpus-mb 240] [--n 60] [--repeats 3] [--sets ...] [--json FILE]
     python benchmarks/trace_bench.py --dump FILE     # canonical trace outputs only (before/after checks)
+    python benchmarks/trace_bench.py --scaling --index IDX --inputs INPUTS.json --old SRC [--rounds 3]
+                                                     # threads 1 vs 2, old code vs this one, in one run
 
 Same index, same inputs, one process, single-threaded tracer (what one worker of `lmaudit trace` does).
 Results and their reading: BENCHMARKS.md, "SimpleTrace vs attribute".
@@ -164,7 +166,7 @@ def timed_nv(timer: Timer):
     import ingest.trace.tracer as tr
 
     saved = {}
-    for name in ("nv_recall", "nv_recall_words", "normalize_words"):
+    for name in ("nv_recall", "nv_recall_words", "nv_recall_window", "normalize_words"):
         if hasattr(tr, name):
             saved[name] = getattr(tr, name)
             setattr(tr, name, timer.wrap(saved[name]))
@@ -344,11 +346,181 @@ def dump(tracer, gens: list[tuple[str, str]], path: Path) -> str:
     return h.hexdigest()
 
 
+# ------------------------------------------------------------------------------------------------ scaling
+
+SCALING_DOC = """`--scaling`: thread scaling and per-class rates of this code against another checkout (`--old`, e.g.
+`git worktree add /tmp/trace_old <commit>`), in one run. Each round starts one child process per code tree,
+alternating which goes first; a child imports `ingest` from its tree, opens the index as `lmaudit trace` does
+(`open_tracer`), traces every input once untimed (numba cache load, page faults), then traces all inputs with
+1 and 2 threads sharing the tracer (as `TraceWorker`: a ThreadPoolExecutor over the batch), twice each in
+alternating order, then once per input class single-threaded. Reported: wall and process CPU seconds, the
+2-thread wall speedup, generations per CPU second per class, the share of CPU spent in the GIL-free compiled
+kernels (a single-threaded pass with those kernels timed: Amdahl's bound for 2 threads follows from it), a
+digest of every output row (spans, documents, counts) of both thread counts, and the process's memory from
+/proc/self/smaps_rollup and, per mapped index file, /proc/self/smaps. Inputs: a JSON object class -> texts,
+e.g. the `trace_inputs.json` of `benchmarks/cost_growth.py trace`."""
+
+
+def _smaps() -> dict:
+    """Memory of this process: smaps_rollup (kB fields) and resident kB per mapped file under the index."""
+    out: dict = {"rollup": {}, "files": {}}
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if v.strip().endswith("kB"):
+                    out["rollup"][k] = int(v.split()[0])
+        cur = None
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split()
+                if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                    cur = head[5] if len(head) > 5 else "[anon]"
+                elif head and head[0] in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:") and cur:
+                    if cur.startswith("/") and "/idx" in cur:
+                        name = Path(cur).name
+                    elif cur.startswith("/"):
+                        name = "[other files]"
+                    else:
+                        name = "[anon, heap, stacks]"
+                    d = out["files"].setdefault(name, {"maps": 0, "Rss": 0, "Pss": 0, "Private_Clean": 0,
+                                                       "Private_Dirty": 0})
+                    d[head[0][:-1]] += int(head[1])
+                    if head[0] == "Rss:":
+                        d["maps"] += 1
+    except OSError:
+        pass
+    return out
+
+
+def _scaling_child(src: str, idx: str, inputs: str) -> None:
+    """One code tree's measurements (runs with `src` first on sys.path); prints one JSON line."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, src)
+    for m in [m for m in sys.modules if m == "ingest" or m.startswith("ingest.")]:
+        del sys.modules[m]
+    import ingest
+    from ingest.trace.params import TraceParams
+    from ingest.trace.run import TraceJob, open_tracer
+
+    assert Path(ingest.__file__).resolve().is_relative_to(Path(src).resolve()), ingest.__file__
+    sets = json.loads(Path(inputs).read_text())
+    gens = [(f"{k}-{i:03d}", t) for k, v in sets.items() for i, t in enumerate(v)]
+    tracer = open_tracer(TraceJob((idx,), TraceParams()), "scaling")
+
+    def run(threads: int, batch) -> tuple[float, float, list]:
+        c0, t0 = time.process_time(), time.perf_counter()
+        if threads > 1:
+            with ThreadPoolExecutor(threads) as ex:
+                outs = list(ex.map(lambda g: tracer.trace(*g), batch))
+        else:
+            outs = [tracer.trace(*g) for g in batch]
+        return time.perf_counter() - t0, time.process_time() - c0, outs
+
+    def digest(outs) -> str:
+        h = hashlib.sha256()
+        for o in outs:
+            h.update(json.dumps({"spans": o.spans, "documents": o.documents, "counts": o.counts},
+                                sort_keys=True, default=str).encode())
+        return h.hexdigest()
+
+    load0 = os.getloadavg()
+    run(1, gens)  # warm-up
+    res: dict = {"src": src, "threads": {1: [], 2: []}, "digests": {}}
+    for order in ((1, 2), (2, 1)):
+        for t in order:
+            w, c, outs = run(t, gens)
+            res["threads"][t].append({"wall_s": round(w, 3), "cpu_s": round(c, 3)})
+            res["digests"][t] = digest(outs)
+    per_class = {}
+    for name in sets:
+        batch = [g for g in gens if g[0].startswith(name + "-")]
+        w, c, _ = run(1, batch)
+        per_class[name] = {"n": len(batch), "cpu_s": round(c, 3), "wall_s": round(w, 3),
+                           "gen_per_cpu_s": round(len(batch) / c, 1)}
+    res["per_class"] = per_class
+    # the GIL-free share: time inside the compiled kernels on one thread
+    nogil = Timer()
+    patched = []
+    import importlib
+
+    for mod_name, names in (("ingest.index.sa_search", ("longest_matches", "find_range", "occurs", "longest_prefix")),
+                            ("ingest.trace.nvkernel", ("nv_counts",))):
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:
+            continue
+        for n in names:
+            if hasattr(mod, n):
+                patched.append((mod, n, getattr(mod, n)))
+                setattr(mod, n, nogil.wrap(getattr(mod, n)))
+    w, c, _ = run(1, gens)
+    for mod, n, f in patched:
+        setattr(mod, n, f)
+    res["nogil"] = {"cpu_s_total": round(c, 3), "cpu_s_in_kernels": round(nogil.cpu, 3),
+                    "share": round(nogil.cpu / c, 3), "calls": nogil.calls,
+                    "amdahl_2_threads": round(1 / ((1 - nogil.cpu / c) + nogil.cpu / c / 2), 2)}
+    res["memory"] = _smaps()
+    res["load_before"] = [round(x, 2) for x in load0]
+    res["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(res))
+
+
+def scaling(a) -> None:
+    """Parent of `--scaling`: alternate the code trees' children, summarise."""
+    import os
+    import subprocess
+
+    trees = {"old": str(Path(a.old).resolve()), "new": str(REPO)}
+    runs: dict[str, list] = {"old": [], "new": []}
+    loads = [os.getloadavg()]
+    for r in range(a.rounds):
+        for which in (("old", "new") if r % 2 == 0 else ("new", "old")):
+            p = subprocess.run([sys.executable, __file__, "--scaling-child", trees[which], str(a.index), str(a.inputs)],
+                               capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(f"{which} child failed:\n{p.stderr[-3000:]}")
+            runs[which].append(json.loads(p.stdout.strip().splitlines()[-1]))
+            print(f"round {r} {which}: done", file=sys.stderr)
+        loads.append(os.getloadavg())
+    summary = {}
+    for which, rs in runs.items():
+        t1 = [x for r in rs for x in r["threads"]["1"]]
+        t2 = [x for r in rs for x in r["threads"]["2"]]
+        med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
+        classes = rs[0]["per_class"]
+        summary[which] = {
+            "threads1_wall_s": med(t1, "wall_s"), "threads1_cpu_s": med(t1, "cpu_s"),
+            "threads2_wall_s": med(t2, "wall_s"), "threads2_cpu_s": med(t2, "cpu_s"),
+            "speedup_wall_2_threads": round(med(t1, "wall_s") / med(t2, "wall_s"), 2),
+            "speedups_per_pair": [round(x["wall_s"] / y["wall_s"], 2) for x, y in zip(t1, t2)],
+            "cores_busy_2_threads": round(med(t2, "cpu_s") / med(t2, "wall_s"), 2),
+            "gen_per_cpu_s": {c: round(statistics.median(r["per_class"][c]["gen_per_cpu_s"] for r in rs), 1)
+                              for c in classes},
+            "nogil_share": statistics.median(r["nogil"]["share"] for r in rs),
+            "amdahl_2_threads": statistics.median(r["nogil"]["amdahl_2_threads"] for r in rs),
+            "digests": sorted({d for r in rs for d in r["digests"].values()}),
+            "memory_kb": rs[-1]["memory"],
+        }
+    summary["same_outputs"] = summary["old"]["digests"] == summary["new"]["digests"] and \
+        len(summary["new"]["digests"]) == 1
+    summary["load_averages"] = [[round(x, 2) for x in lo] for lo in loads]
+    out = {"index": str(a.index), "inputs": str(a.inputs), "summary": summary, "runs": runs}
+    print(json.dumps(summary, indent=1))
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=1))
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if len(sys.argv) > 1 and sys.argv[1] == "--scaling-child":
+        _scaling_child(*sys.argv[2:5])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=SCALING_DOC)
     ap.add_argument("--corpus-mb", type=int, default=240)
     ap.add_argument("--shards", type=int, default=2)
     ap.add_argument("--n", type=int, default=60, help="generations per input set")
@@ -361,7 +533,17 @@ def main() -> None:
                     help="suffix-array searches in pure Python, not compiled (the before of issue 19)")
     ap.add_argument("--search-ab", action="store_true",
                     help="also time the pure-Python searches in every repeat (before/after ratios in one run)")
+    ap.add_argument("--scaling", action="store_true", help="threads 1 vs 2, --old code vs this (see below)")
+    ap.add_argument("--index", type=Path, help="--scaling: the index folder")
+    ap.add_argument("--inputs", type=Path, help="--scaling: JSON object class -> texts")
+    ap.add_argument("--old", type=Path, help="--scaling: a checkout of the code to compare with")
+    ap.add_argument("--rounds", type=int, default=3, help="--scaling: children per code tree")
     a = ap.parse_args()
+    if a.scaling:
+        if not (a.index and a.inputs and a.old):
+            ap.error("--scaling needs --index, --inputs and --old")
+        scaling(a)
+        return
 
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob, open_tracer

@@ -82,3 +82,38 @@ def nv_recall_words(gen: list[str], doc: list[str], params: NvParams | None = No
 def nv_recall(generation: str, document: str, params: NvParams | None = None) -> NvResult:
     """Near-verbatim recall of `generation` in `document` (both raw text)."""
     return nv_recall_words(normalize_words(generation), normalize_words(document), params)
+
+
+class PreparedGeneration:
+    """A generation's words in the form the compiled nv-recall reads (joined by spaces, UTF-8, a private
+    writable copy), with its parameters: made once per generation, used for every window."""
+
+    def __init__(self, words: list[str], params: NvParams | None = None):
+        import numpy as np
+
+        self.words = words
+        self.params = params or adaptive_params(len(words)) if words else params
+        p = self.params
+        self.param_array = np.array([p.gap1, p.align1, p.min1, p.gap2, p.align2, p.min2] if p else [0] * 6,
+                                    dtype=np.int64)
+        self.buf = np.frombuffer(bytearray(" ".join(words).encode("utf-8")), dtype=np.uint8)
+
+
+def nv_recall_window(gen: PreparedGeneration, window: str) -> NvResult:
+    """`nv_recall_words(gen.words, normalize_words(window), params)`, computed by the compiled kernel
+    (`ingest.trace.nvkernel`, GIL released) when numba loads; an ASCII window is split and lowercased there
+    without building its words in Python. Same result, number for number (tests/python/test_trace_nogil.py)."""
+    from ingest.trace import nvkernel
+
+    if gen.words and nvkernel.available():
+        import numpy as np
+
+        if window.isascii():
+            buf, lower = np.frombuffer(bytearray(window.encode("ascii")), dtype=np.uint8), True
+        else:
+            buf, lower = np.frombuffer(bytearray(" ".join(normalize_words(window)).encode("utf-8")),
+                                       dtype=np.uint8), False
+        status, matched, n, nd = nvkernel.nv_counts(gen.buf, buf, lower, gen.param_array)
+        if status == 0:
+            return NvResult(matched / n, int(matched), int(n), int(nd))
+    return nv_recall_words(gen.words, normalize_words(window), gen.params)

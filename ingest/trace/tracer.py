@@ -27,8 +27,9 @@ import numpy as np
 from ingest.lake import make_key, text_hash
 from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
 from ingest.trace.normalize import normalize_document, normalize_words
-from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, nv_recall_words
+from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, PreparedGeneration, nv_recall_window
 from ingest.trace.params import TraceParams
+from ingest.trace.tierkernel import normalized_holds
 
 _SENTENCE_END = (".", "!", "?")
 
@@ -71,6 +72,8 @@ class _Gen:
         self._norm_doc: str | None = None
         self._words: list[str] | None = None
         self._squeezed: str | None = None
+        self._nv: PreparedGeneration | None = None
+        self._norm_bytes: bytes | None = None
         self.windows: dict[tuple[int, int, int, int], list[Any]] = {}
         self.hints: dict[int, list[int | None]] = {}  # start -> insertion ranks of ids[start:] (step 2)
         self.span_text: dict[tuple[int, int], str] = {}
@@ -80,6 +83,14 @@ class _Gen:
         if self._norm_doc is None:
             self._norm_doc = normalize_document(self.text)
         return self._norm_doc
+
+    def normalized_in(self, window: str) -> bool:
+        """The normalized generation occurs in the normalized window (the exact_full_normalized tier); ASCII
+        windows are normalized by the compiled scan (`ingest.trace.tierkernel`, GIL released)."""
+        if self._norm_bytes is None:
+            self._norm_bytes = self.norm_doc.encode("utf-8")
+        held = normalized_holds(self._norm_bytes, window)
+        return self.norm_doc in normalize_document(window) if held is None else held
 
     def maybe_in(self, window: str) -> bool:
         """False only when the normalized generation cannot occur in the normalized window, without
@@ -97,6 +108,12 @@ class _Gen:
         if self._words is None:
             self._words = normalize_words(self.text)
         return self._words
+
+    def nv(self, variant: str) -> PreparedGeneration:
+        """The generation's words as the compiled nv-recall reads them (made once)."""
+        if self._nv is None:
+            self._nv = PreparedGeneration(self.words, FIXED_PARAMS if variant == "fixed" else None)
+        return self._nv
 
 
 def _fast_decoder(tok):
@@ -193,6 +210,7 @@ class Tracer:
                  trace_id: str):
         self.engine, self.tok, self.p, self.trace_id = engine, tokenizer, params, trace_id
         self.logprobs = np.asarray(logprobs, dtype=np.float64)
+        self._lp = self.logprobs.tolist()  # Python floats: indexing a list is ~5x cheaper than a numpy array
         self.floor = float(floor)
         self._piece_cache: dict[int, str] = {}
         # a token's surface text is read after a reference token: decoding a lone `▁word` (Metaspace) strips
@@ -253,8 +271,10 @@ class Tracer:
         return x.isalnum() and y.isalnum()
 
     def _score(self, ids: Sequence[int]) -> float:
-        lp = self.logprobs
-        return float(sum(lp[t] if t < len(lp) else self.floor for t in ids))
+        """Sum of unigram log-probs, left to right (the same additions, so the same float, as summing the
+        numpy values: both are IEEE double adds in this order)."""
+        lp, n, floor = self._lp, len(self._lp), self.floor
+        return float(sum(lp[t] if t < n else floor for t in ids))
 
     # -- span filters ---------------------------------------------------------------------------
     def _filter(self, ids: list[int], spans: list[tuple[int, int]], g: _Gen | None = None) -> list[tuple[int, int]]:
@@ -341,7 +361,7 @@ class Tracer:
             if cached[1] is None:
                 if text and text in window:
                     cached[1] = "exact_full_raw"
-                elif g.norm_doc and g.maybe_in(window) and g.norm_doc in normalize_document(window):
+                elif g.norm_doc and g.maybe_in(window) and g.normalized_in(window):
                     cached[1] = "exact_full_normalized"
                 else:
                     cached[1] = "partial"
@@ -349,8 +369,7 @@ class Tracer:
             if only_full_normalized and tier == "partial":
                 continue
             if cached[2] is None:
-                cached[2] = nv_recall_words(g.words, normalize_words(window),
-                                            FIXED_PARAMS if p.nv_variant == "fixed" else None)
+                cached[2] = nv_recall_window(g.nv(p.nv_variant), window)
             nv: NvResult = cached[2]
             meta = d.metadata or {}
             rows.append({

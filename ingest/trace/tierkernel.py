@@ -1,0 +1,118 @@
+"""`normalize_document` of an ASCII window compiled with numba (`nogil`), for the exact_full_normalized tier.
+
+Why: the tier test normalizes every retrieved window whose whitespace-free text holds the generation's (on
+respaced text, most of them): NFKC and three regular-expression passes over ~1,500 tokens, under the GIL,
+~10% of a trace there. On ASCII text NFKC is the identity, so `normalize_document` is a whitespace rewrite
+that a single scan does exactly: CRLF and lone CR -> LF; runs of spaces and tabs -> one space; the spaces
+next to a newline dropped (`" *\\n *"`: after the first rewrite every space run is one space); three or more
+newlines -> two; then str.strip()'s ASCII whitespace (space, \\t \\n \\v \\f \\r, \\x1c-\\x1f) cut at both ends.
+Tests compare it with `normalize_document` on random ASCII text (tests/python/test_trace_nogil.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_LOAD_ERROR: str | None = None
+
+try:
+    from numba import njit
+except Exception as e:  # pragma: no cover - platform dependent
+    njit = None
+    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+
+def _strip_space(c: int) -> bool:
+    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+
+
+def normalize_ascii(buf: Any) -> Any:
+    """`normalize_document` of ASCII bytes, as a new uint8 array."""
+    n = buf.shape[0]
+    a = np.empty(n, dtype=np.uint8)
+    m = 0
+    i = 0
+    in_space = False
+    while i < n:  # CRLF / CR -> LF, [ \t]+ -> " "
+        c = buf[i]
+        if c == 13:
+            a[m] = 10
+            m += 1
+            in_space = False
+            i += 2 if i + 1 < n and buf[i + 1] == 10 else 1
+            continue
+        if c == 32 or c == 9:
+            if not in_space:
+                a[m] = 32
+                m += 1
+                in_space = True
+        else:
+            a[m] = c
+            m += 1
+            in_space = False
+        i += 1
+    b = np.empty(m, dtype=np.uint8)
+    k = 0
+    for j in range(m):  # " *\n *" -> "\n": every (single) space beside a newline goes
+        if a[j] == 32 and ((j > 0 and a[j - 1] == 10) or (j + 1 < m and a[j + 1] == 10)):
+            continue
+        b[k] = a[j]
+        k += 1
+    c2 = np.empty(k, dtype=np.uint8)
+    r = 0
+    run = 0
+    for j in range(k):  # \n{3,} -> \n\n
+        if b[j] == 10:
+            run += 1
+            if run > 2:
+                continue
+        else:
+            run = 0
+        c2[r] = b[j]
+        r += 1
+    lo = 0
+    hi = r
+    while lo < hi and _strip_space(c2[lo]):
+        lo += 1
+    while hi > lo and _strip_space(c2[hi - 1]):
+        hi -= 1
+    return c2[lo:hi].copy()
+
+
+PYTHON_KERNELS = {"normalize_ascii": normalize_ascii}
+
+if njit is not None:
+    try:
+        _jit = njit(nogil=True, cache=True)
+        _strip_space = _jit(_strip_space)
+        normalize_ascii = _jit(normalize_ascii)
+    except Exception as e:  # pragma: no cover - platform dependent
+        njit = None
+        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+_checked = False
+
+
+def available() -> bool:
+    """Whether the compiled normalization loads and answers a tiny case right; checked once per process."""
+    global njit, _checked, _LOAD_ERROR
+    if njit is not None and not _checked:
+        _checked = True
+        try:
+            got = normalize_ascii(np.frombuffer(b" a\t \r\n\n\n b  c \x0b", dtype=np.uint8)).tobytes()
+            if got != b"a\n\nb c":
+                raise RuntimeError("compiled normalization self-check gave a wrong answer")
+        except Exception as e:  # pragma: no cover - platform dependent
+            njit = None
+            _LOAD_ERROR = f"{type(e).__name__}: {e}"
+    return njit is not None
+
+
+def normalized_holds(norm_gen: bytes, window: str) -> bool | None:
+    """Whether `norm_gen` (a normalized generation, UTF-8) occurs in `normalize_document(window)`, or None
+    when this cannot answer (a non-ASCII window, or numba missing): then normalize in Python."""
+    if not window.isascii() or not available():
+        return None
+    return norm_gen in normalize_ascii(np.frombuffer(window.encode("ascii"), dtype=np.uint8)).tobytes()
