@@ -55,12 +55,11 @@ def complete(table: str, t: pa.Table) -> pa.Table:
 
 
 def words(rng: np.random.Generator, vocab: np.ndarray, n_words: np.ndarray) -> list[str]:
-    flat = vocab[rng.integers(0, len(vocab), size=int(n_words.sum()))]
-    out, pos = [], 0
-    for k in n_words:
-        out.append(" ".join(flat[pos:pos + k]))
-        pos += k
-    return out
+    """len(n_words) texts of n_words[i] random vocabulary words joined by spaces (joined in Arrow: the Python
+    loop this replaced took most of an 8x lake's write time; the same draws give the same texts)."""
+    flat = pa.array(vocab).take(pa.array(rng.integers(0, len(vocab), size=int(n_words.sum()))))
+    offsets = pa.array(np.r_[0, np.cumsum(n_words)].astype(np.int64))
+    return pc.binary_join(pa.LargeListArray.from_arrays(offsets, flat), " ").to_pylist()
 
 
 def write_run(lake: Lake, rng: np.random.Generator, vocab: np.ndarray, run_id: str, c: str, setting: str,

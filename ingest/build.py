@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.build_memory import (ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL, BuildMemory, build_memory, duckdb_config,
+                                  remove_spill)
 from ingest.errors import UserError
 from ingest.home import ENV_HOME, project_dir
 from ingest.lake import Lake
@@ -36,10 +38,15 @@ class BuildResult:
 
 
 @contextmanager
-def _dbt_environment(home: Path):
+def _dbt_environment(home: Path, memory: BuildMemory):
     saved = {k: os.environ.get(k) for k in (ENV_HOME, "DBT_TARGET_PATH", "DBT_LOG_PATH", "DBT_SEND_ANONYMOUS_USAGE_STATS",
-                                            "DBT_INDIRECT_SELECTION")}
+                                            "DBT_INDIRECT_SELECTION", ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL)}
     os.environ[ENV_HOME] = str(home)
+    # profiles.yml opens the database with these (`config_options`): DuckDB's share of the build's memory and
+    # a spill folder inside the warehouse (ingest/build_memory.py)
+    config = duckdb_config(home, memory)
+    os.environ[ENV_DUCKDB_LIMIT] = config["memory_limit"]
+    os.environ[ENV_DUCKDB_SPILL] = config["temp_directory"]
     os.environ["DBT_TARGET_PATH"] = str(home / "dbt" / "target")
     os.environ["DBT_LOG_PATH"] = str(home / "dbt" / "logs")
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
@@ -65,15 +72,18 @@ def check_warehouse_path(home: Path) -> None:
                         "separator; move the warehouse (or point -w / $LMAUDIT_HOME) to a path without one")
 
 
-def run_dbt(home: Path, args: Sequence[str], on_event=None):
-    """Invoke dbt with the project's own profile; returns dbt's result object."""
+def run_dbt(home: Path, args: Sequence[str], on_event=None, memory: BuildMemory | None = None):
+    """Invoke dbt with the project's own profile; returns dbt's result object. DuckDB gets `memory`'s share
+    (default: `build_memory()`, from $LMAUDIT_MEMORY_LIMIT or the machine) and spills into the warehouse; the
+    spill folder is removed afterwards."""
     from dbt.cli.main import dbtRunner
 
     check_warehouse_path(home)
+    memory = memory or build_memory()
     proj = project_dir()
     home.mkdir(parents=True, exist_ok=True)
     Lake(home).init()
-    with _dbt_environment(home):
+    with _dbt_environment(home, memory):
         import logging
 
         runner = dbtRunner(callbacks=[on_event] if on_event else [])
@@ -89,6 +99,7 @@ def run_dbt(home: Path, args: Sequence[str], on_event=None):
         finally:
             logging.raiseExceptions = saved_raise
             _release_duckdb()
+            remove_spill(home)
 
 
 def _release_duckdb() -> None:
@@ -166,6 +177,7 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
     from ingest.build_vars import check_vars
 
     check_vars(vars_)  # before anything runs: a bad value failed only when its model ran, an unknown name never
+    memory = build_memory()  # a bad $LMAUDIT_MEMORY_LIMIT: one line, before anything runs
     check_warehouse_path(home)
     args = ["build"]
     if select:
@@ -212,9 +224,9 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
         with lake.snapshot(), bar:
             check_lake(home)
             try:
-                res = run_dbt(home, args, on_event)
+                res = run_dbt(home, args, on_event, memory)
             finally:
-                drop_leftover_tmp_tables(home)
+                drop_leftover_tmp_tables(home, memory)
     result.seconds = time.perf_counter() - start
     if res.exception is not None:
         exc = res.exception
@@ -235,7 +247,7 @@ def build(home: Path, select: Sequence[str] = (), exclude: Sequence[str] = (), f
 _DBT_TMP = r"__dbt_tmp[0-9]*$"
 
 
-def drop_leftover_tmp_tables(home: Path) -> list[str]:
+def drop_leftover_tmp_tables(home: Path, memory: BuildMemory | None = None) -> list[str]:
     """Drop the `<model>__dbt_tmp*` tables dbt-duckdb leaves in the database. An incremental *Python* model
     (the PropMe bootstraps) writes its new rows to a "temporary" relation, but dbt-duckdb's Python writer
     creates it as a plain table (`py_write_table` ignores `temporary`) and the materialization drops only
@@ -248,8 +260,8 @@ def drop_leftover_tmp_tables(home: Path) -> list[str]:
     path = db_path(home)
     if not path.exists():
         return []
-    try:
-        con = duckdb.connect(str(path))
+    try:  # with the build's memory limit and spill folder, as every connection of a build
+        con = duckdb.connect(str(path), config=duckdb_config(home, memory or build_memory()))
     except duckdb.Error:
         return []
     try:
@@ -263,6 +275,7 @@ def drop_leftover_tmp_tables(home: Path) -> list[str]:
         return []
     finally:
         con.close()
+        remove_spill(home)
 
 
 # dbt's message when --warn-error-options turns NoNodesForSelectionCriteria into an error

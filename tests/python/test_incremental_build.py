@@ -28,7 +28,9 @@ pytestmark = pytest.mark.slow
 SELECT = ["+path:models/marts/propme", "stg_corpora"]
 NO_TESTS = ["test_type:data", "test_type:unit"]
 INCREMENTAL = ["int_generation_text_checks", "int_span_loops", "int_generation_facts", "int_setting_bootstrap",
-               "int_cumulative_filter_bootstrap", "int_source_duplication_bootstrap", "int_run_difference_bootstrap"]
+               "int_cumulative_filter_bootstrap", "int_source_duplication_bootstrap", "int_run_difference_bootstrap",
+               # per (run, tracing pass) SQL models (issue 32)
+               "int_metric_units", "int_cumulative_filter_units", "int_long_match_categories"]
 VARS = "{propme_bootstrap_resamples: 20}"
 NEW_TEXT = "Permission is hereby granted, free of charge, to any person obtaining a copy"
 
@@ -62,7 +64,11 @@ TAMPER = [("int_generation_text_checks", "is_blank", "generation_id", "pre_p1_0"
           # a run none of whose generations is tampered above (their facts feed its units)
           ("int_setting_bootstrap", "ci_low", "run_id", "r_gen"),
           ("int_cumulative_filter_bootstrap", "ci_low", "run_id", "r_gen"),
-          ("int_source_duplication_bootstrap", "ci_low", "run_id", "r2_pre")]
+          ("int_source_duplication_bootstrap", "ci_low", "run_id", "r2_pre"),
+          # runs whose bootstraps are not tampered above (a changed unit row re-runs its run's bootstrap)
+          ("int_metric_units", "unit_kind", "run_id", "r3_unc"),
+          ("int_cumulative_filter_units", "unit_kind", "run_id", "r3_unc"),
+          ("int_long_match_categories", "category", "run_id", "r_pre")]
 
 
 def _tamper(home: Path) -> None:

@@ -6,6 +6,14 @@
 -- spans are excluded at every step, as in the headline metrics; every fact comes from int_generation_facts, so
 -- its rules (blank outputs, loops) hold here too. NVR has no duplication step (steps 1-3 only).
 -- `metric_key` = metric || '@' || step feeds the bootstrap.
+-- Incremental by (run, tracing pass), as int_metric_units (macros/propme_run_incremental.sql).
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ propme_delete_stale(['run_id', 'trace_id'], propme_run_fact_hashes()) }}"
+) }}
+
 with
 
 params as (
@@ -14,9 +22,19 @@ params as (
 
 ),
 
+todo as (
+
+    {{ propme_runs_to_compute() }}
+
+),
+
 facts as (
 
-    select * from {{ ref('int_generation_facts') }}
+    select
+        facts.*,
+        todo.input_hash as run_input_hash
+    from {{ ref('int_generation_facts') }} as facts
+    inner join todo on facts.run_id = todo.run_id and facts.trace_id is not distinct from todo.trace_id
 
 ),
 
@@ -41,6 +59,7 @@ flagged as (
         facts.trace_id,
         facts.unit_id,
         facts.unit_kind,
+        facts.run_input_hash,
         {{ propme_metric_flags('facts', 'params') }}
     from facts
     cross join params
@@ -72,6 +91,7 @@ per_unit as (
         step,
         any_value(step_name) as step_name,
         any_value(unit_kind) as unit_kind,
+        any_value(run_input_hash) as input_hash,
         count(*) as n_gen,
         count(*) filter (where kept) as n_kept,
         count(*) filter (where kept and fmr_hit and duplication_ok) as fmr_hits,
@@ -92,6 +112,7 @@ metric_lists as (
         unit_kind,
         step,
         step_name,
+        input_hash,
         n_gen,
         n_kept,
         [
@@ -112,6 +133,7 @@ unpivoted as (
         unit_kind,
         step,
         step_name,
+        input_hash,
         n_gen,
         n_kept,
         unnest(metric_rows) as m
@@ -133,7 +155,8 @@ final as (
         cast(unpivoted.m.num as double) as num,
         cast(unpivoted.m.den as double) as den,
         unpivoted.n_gen as n_generations,
-        cast(unpivoted.n_kept as bigint) as n_eligible
+        cast(unpivoted.n_kept as bigint) as n_eligible,
+        unpivoted.input_hash
     from unpivoted
     where unpivoted.m.kept
 

@@ -1,6 +1,16 @@
 -- One row per (generation, tracing pass) with a long match: its longest span of >= mid_span_tokens tokens
 -- and what it is (code, licence_boilerplate, documentation, prose, other), from the domain most of the
 -- span's retrieved documents carry, else from the span's text (docs/propme-analyses.md).
+-- Incremental by (run, tracing pass), as int_metric_units (macros/propme_run_incremental.sql): a fact row's hash
+-- covers its generation's spans and documents (the tracing pass and the traced text fix them). Spans and
+-- documents are read for the generations of the runs computed in this build only.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ propme_delete_stale(['run_id', 'trace_id'], propme_run_fact_hashes()) }}"
+) }}
+
 with
 
 params as (
@@ -9,21 +19,30 @@ params as (
 
 ),
 
+todo as (
+
+    {{ propme_runs_to_compute() }}
+
+),
+
 facts as (
 
-    select * from {{ ref('int_generation_facts') }}
+    select
+        facts.*,
+        todo.input_hash as run_input_hash
+    from {{ ref('int_generation_facts') }} as facts
+    inner join todo on facts.run_id = todo.run_id and facts.trace_id is not distinct from todo.trace_id
+    where facts.is_traced and not facts.is_degenerate
 
 ),
 
 spans as (
 
-    select * from {{ ref('stg_spans') }}
-
-),
-
-span_documents as (
-
-    select * from {{ ref('stg_span_documents') }}
+    select spans.*
+    from {{ ref('stg_spans') }} as spans
+    {% if is_incremental() -%}
+        where spans.generation_id in (select facts.generation_id from facts)
+    {%- endif %}
 
 ),
 
@@ -49,6 +68,14 @@ longest as (
         partition by spans.generation_id, spans.trace_id
         order by spans.is_full desc, spans.length desc, spans.start_tok asc, spans.span_id asc
     ) = 1
+
+),
+
+span_documents as (
+
+    select span_documents.*
+    from {{ ref('stg_span_documents') }} as span_documents
+    where span_documents.span_id in (select longest.span_id from longest)
 
 ),
 
@@ -88,6 +115,7 @@ labelled as (
         top_domain.domain,
         facts.is_code_like,
         longest.text,
+        facts.run_input_hash,
         regexp_matches(
             lower(coalesce(longest.text, '')),
             'licen[cs]e|copyright|all rights reserved|permission is hereby granted|warranty|'
@@ -134,7 +162,8 @@ final as (
             when is_code_like then 'code'
             else 'prose'
         end as category,
-        text
+        text,
+        run_input_hash as input_hash
     from labelled
 
 )

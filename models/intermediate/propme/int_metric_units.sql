@@ -3,6 +3,15 @@
 -- samples, or a generation in prompt-free settings). Degenerate generations are left out of numerators and
 -- denominators, but their unit stays (it is resampled, and paired with other runs). Blank (empty or
 -- whitespace-only) generations stay in every metric as PropMe defines them; fmr_nonblank leaves them out.
+-- Incremental by (run, tracing pass) (macros/propme_run_incremental.sql): a later build computes only the runs
+-- whose facts changed (new, re-imported, re-traced, a changed var); rows of stale runs are deleted first.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ propme_delete_stale(['run_id', 'trace_id'], propme_run_fact_hashes()) }}"
+) }}
+
 with
 
 params as (
@@ -11,9 +20,19 @@ params as (
 
 ),
 
+todo as (
+
+    {{ propme_runs_to_compute() }}
+
+),
+
 facts as (
 
-    select * from {{ ref('int_generation_facts') }}
+    select
+        facts.*,
+        todo.input_hash as run_input_hash
+    from {{ ref('int_generation_facts') }} as facts
+    inner join todo on facts.run_id = todo.run_id and facts.trace_id is not distinct from todo.trace_id
 
 ),
 
@@ -24,6 +43,7 @@ flags as (
         facts.trace_id,
         facts.unit_id,
         facts.unit_kind,
+        facts.run_input_hash,
         {{ propme_metric_flags('facts', 'params') }}
     from facts
     cross join params
@@ -49,6 +69,7 @@ per_unit as (
         trace_id,
         unit_id,
         any_value(unit_kind) as unit_kind,
+        any_value(run_input_hash) as input_hash,
         count(*) as n_gen,
         count(*) filter (where ok) as n_ok,
         count(*) filter (where ok_nl) as n_ok_nl,
@@ -93,6 +114,7 @@ metric_lists as (
         trace_id,
         unit_id,
         unit_kind,
+        input_hash,
         n_gen,
         [
             { 'metric': 'fmr', 'num': fmr_hits, 'den': n_ok, 'n_eligible': n_ok, 'prompt_level': false },
@@ -178,6 +200,7 @@ unpivoted as (
         trace_id,
         unit_id,
         unit_kind,
+        input_hash,
         n_gen,
         unnest(metric_rows) as m
     from metric_lists
@@ -195,7 +218,8 @@ final as (
         cast(unpivoted.m.num as double) as num,
         cast(unpivoted.m.den as double) as den,
         unpivoted.n_gen as n_generations,
-        cast(unpivoted.m.n_eligible as bigint) as n_eligible
+        cast(unpivoted.m.n_eligible as bigint) as n_eligible,
+        unpivoted.input_hash
     from unpivoted
     where not (unpivoted.m.prompt_level and unpivoted.unit_kind = 'generation')
 
