@@ -1,7 +1,8 @@
 """Benchmark: how cost grows with the work (issue 19, item 6).
 
     python benchmarks/cost_growth.py trace --mb 32 320 [--n 40] [--out /tmp/growth]   # indexes of ~10M, ~100M tokens
-    python benchmarks/cost_growth.py build-log --scale 0.25 --log S.log --time S.time [--out /tmp/growth]
+    python benchmarks/cost_growth.py build-log --scale 0.25 --log S.log --time S.time [--lake-log L.log]
+        [--memory-limit 6GB] [--label limited] [--out /tmp/growth]
     python benchmarks/cost_growth.py plot [--out /tmp/growth] [--png benchmarks/cost_growth.png]
 
 `trace`: corpora that are prefixes of one another (the venv's and the standard library's Python files in the
@@ -13,7 +14,10 @@ cut from the smallest index, whose documents every larger index also holds. Trac
 child process (what one `lmaudit trace` worker does): wall, CPU, peak RSS, generations per CPU second.
 
 `build-log`: reads one `benchmarks/metrics_lake.py --scale S` run (its log and `/usr/bin/time -v` output) into
-the results (peak RSS there is the largest process of the run: the lake writer or the dbt build).
+the results (peak RSS there is the largest process of the run: the lake writer or the dbt build). With
+`--skip-write` the lake's line ("lake written in ...") comes from the writer's own log (`--lake-log`); builds
+under a memory budget (`$LMAUDIT_MEMORY_LIMIT`, issue 32) are recorded with `--memory-limit` and a `--label`, so
+the unbounded and the bounded series stay apart (the key is label and scale).
 
 `plot`: a log-log figure of time against work for both parts, with a line of slope 1 through the smallest
 point (linear growth).
@@ -154,13 +158,16 @@ def cmd_build_log(a) -> None:
     log, tm = Path(a.log).read_text(), Path(a.time).read_text()
     m = re.search(r"lmaudit build: ([0-9.]+)s wall, ([0-9.]+)s CPU.*load average before ([0-9.]+), after ([0-9.]+)",
                   log)
-    lake = json.loads(re.search(r"lake written in [0-9.]+s: (\{.*\})", log).group(1))
+    lake_log = Path(a.lake_log).read_text() if a.lake_log else log
+    lake = json.loads(re.search(r"lake written in [0-9.]+s: (\{.*\})", lake_log).group(1))
     rss = float(re.search(r"Maximum resident set size \(kbytes\): ([0-9]+)", tm).group(1)) / 1024
-    res["build"][str(a.scale)] = {"scale": a.scale, **lake, "build_wall_s": float(m.group(1)),
-                                  "build_cpu_s": float(m.group(2)), "load_before": float(m.group(3)),
-                                  "load_after": float(m.group(4)), "peak_rss_mb_of_run": round(rss, 1)}
+    key = str(a.scale) if a.label == "unbounded" else f"{a.label}-{a.scale}"
+    res["build"][key] = {"scale": a.scale, **lake, "build_wall_s": float(m.group(1)),
+                         "build_cpu_s": float(m.group(2)), "load_before": float(m.group(3)),
+                         "load_after": float(m.group(4)), "peak_rss_mb_of_run": round(rss, 1),
+                         "label": a.label, "memory_limit": a.memory_limit}
     _save(out, res)
-    print(json.dumps(res["build"][str(a.scale)]))
+    print(json.dumps(res["build"][key]))
 
 
 def cmd_plot(a) -> None:
@@ -170,34 +177,46 @@ def cmd_plot(a) -> None:
     import matplotlib.pyplot as plt
 
     res = _results(Path(a.out))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    b = sorted(res["build"].values(), key=lambda r: r["scale"])
-    if b:
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
+    series: dict[str, list] = {}
+    for r in res["build"].values():
+        series.setdefault(r.get("label", "unbounded"), []).append(r)
+    for label, b in sorted(series.items()):
+        b.sort(key=lambda r: r["scale"])
         x = [r["span_documents"] for r in b]
-        for key, label in (("build_cpu_s", "CPU s"), ("build_wall_s", "wall s")):
-            axes[0].loglog(x, [r[key] for r in b], "o-", label=f"lmaudit build, {label}")
-        axes[0].loglog(x, [b[0]["build_cpu_s"] * v / x[0] for v in x], "k--", lw=1, label="linear (slope 1)")
+        limit = f" ({b[-1]['memory_limit']})" if b[-1].get("memory_limit") else ""
+        for key, what, mark in (("build_cpu_s", "CPU s", "o-"), ("build_wall_s", "wall s", "s--")):
+            axes[0].loglog(x, [r[key] for r in b], mark, label=f"{label}{limit}, {what}")
+        axes[1].loglog(x, [r["peak_rss_mb_of_run"] / 1024 for r in b], "o-", label=f"{label}{limit}")
         for r in b:
-            axes[0].annotate(f"scale {r['scale']:g}\n{r['peak_rss_mb_of_run'] / 1024:.1f} GB peak",
-                             (r["span_documents"], r["build_cpu_s"]), xytext=(4, -22), textcoords="offset points",
-                             fontsize=7)
+            axes[0].annotate(f"{r['scale']:g}x", (r["span_documents"], r["build_cpu_s"]), xytext=(4, -12),
+                             textcoords="offset points", fontsize=7)
+    if series:
+        first = min((r for b in series.values() for r in b), key=lambda r: r["span_documents"])
+        xs = sorted({r["span_documents"] for b in series.values() for r in b})
+        axes[0].loglog(xs, [first["build_cpu_s"] * v / first["span_documents"] for v in xs], "k:", lw=1,
+                       label="linear (slope 1)")
         axes[0].set_xlabel("span_documents rows (20.2M = the paper's 200,000 generations)")
         axes[0].set_ylabel("seconds")
         axes[0].set_title("Paper-scale build (synthetic lake)")
-        axes[0].legend(fontsize=7)
+        axes[0].legend(fontsize=6)
+        axes[1].set_xlabel("span_documents rows")
+        axes[1].set_ylabel("peak RSS of the run, GB")
+        axes[1].set_title("Build memory (label: $LMAUDIT_MEMORY_LIMIT)")
+        axes[1].legend(fontsize=7)
     t = sorted(res["trace"].values(), key=lambda r: r["n_tokens"])
     if t:
         x = [r["n_tokens"] for r in t]
-        axes[1].loglog(x, [r["build"]["cpu_s"] for r in t], "o-", label="index build, CPU s")
-        axes[1].loglog(x, [r["trace"]["trace_cpu_s"] for r in t], "s-", label="tracing the same inputs, CPU s")
-        axes[1].loglog(x, [t[0]["build"]["cpu_s"] * v / x[0] for v in x], "k--", lw=1, label="linear (slope 1)")
+        axes[2].loglog(x, [r["build"]["cpu_s"] for r in t], "o-", label="index build, CPU s")
+        axes[2].loglog(x, [r["trace"]["trace_cpu_s"] for r in t], "s-", label="tracing the same inputs, CPU s")
+        axes[2].loglog(x, [t[0]["build"]["cpu_s"] * v / x[0] for v in x], "k--", lw=1, label="linear (slope 1)")
         for r in t:
-            axes[1].annotate(f"{r['build']['peak_rss_mb'] / 1024:.1f} / {r['trace']['peak_rss_mb'] / 1024:.2f} GB",
+            axes[2].annotate(f"{r['build']['peak_rss_mb'] / 1024:.1f} / {r['trace']['peak_rss_mb'] / 1024:.2f} GB",
                              (r["n_tokens"], r["build"]["cpu_s"]), xytext=(4, 4), textcoords="offset points",
                              fontsize=7)
-        axes[1].set_xlabel("index tokens")
-        axes[1].set_title("Index build and tracing (peak RSS: build / trace)")
-        axes[1].legend(fontsize=7)
+        axes[2].set_xlabel("index tokens")
+        axes[2].set_title("Index build and tracing (peak RSS: build / trace)")
+        axes[2].legend(fontsize=7)
     fig.tight_layout()
     Path(a.png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(a.png, dpi=110)
@@ -220,6 +239,9 @@ def main() -> None:
     b.add_argument("--scale", type=float, required=True)
     b.add_argument("--log", required=True)
     b.add_argument("--time", required=True)
+    b.add_argument("--lake-log", default=None, help="the writer's log, when the build ran with --skip-write")
+    b.add_argument("--memory-limit", default=None, help="the build's $LMAUDIT_MEMORY_LIMIT, if set")
+    b.add_argument("--label", default="unbounded", help="the series: 'unbounded' (before issue 32) or e.g. 'limited'")
     b.add_argument("--out", default="/tmp/growth")
     p = sub.add_parser("plot")
     p.add_argument("--out", default="/tmp/growth")
