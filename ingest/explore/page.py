@@ -171,7 +171,9 @@ async function viewGenerations(q) {
   form.append(sel('run', 'run', info.runs.map(r => r.run_id)));
   if (served) {
     form.append(sel('setting', 'setting', info.facets.settings), sel('domain', 'domain', info.facets.domains),
-                sel('full', 'full match', ['yes', 'no']), num('min_longest', 'longest span >=', '1'),
+                sel('full', 'full match', ['yes', 'no']),
+                sel('document_set', 'document set', info.facets.document_sets || []),
+                num('min_longest', 'longest span >=', '1'),
                 num('min_nvr', 'nv-recall >=', '0.05'));
   }
   form.append(el('button', {type: 'submit'}, 'apply'));

@@ -24,6 +24,15 @@ SORTS = {"position": "ordinal", "longest_span": "longest_span", "nv_recall": "nv
          "n_tokens": "n_tokens", "full_match": "full_match", "domain": "domain", "setting": "setting",
          "run_id": "run_id"}
 MAX_PAGE = 500
+# generations with a span whose retrieved documents include one of the set's (traced against the set's corpus)
+DOCUMENT_SET_FILTER = """generation_id in (
+    select spans.generation_id
+    from stg_spans as spans
+    inner join stg_span_documents as docs on spans.span_id = docs.span_id
+    inner join stg_trace_runs as traces on spans.trace_id = traces.trace_id
+    inner join stg_document_sets as sets
+        on docs.doc_ix = sets.doc_ix and docs.shard = sets.shard and traces.corpus_id = sets.corpus_id
+    where sets.document_set = ?)"""
 MAX_PAGE_NUMBER = 10**9  # pages past the last one answer zero rows; past this one, a 400
 
 SUMMARY_SQL = """
@@ -101,6 +110,7 @@ class GenQuery:
     setting: str | None = None
     domain: str | None = None
     full_match: bool | None = None
+    document_set: str | None = None  # generations with a span from a document of this set (lmaudit audit documents)
     min_longest: int | None = None
     min_nv_recall: float | None = None
     sort: str = "longest_span"
@@ -214,7 +224,17 @@ class Explorer:
         settings = [r["setting"] for r in self._q("select distinct setting from explore_generations order by 1")]
         domains = [r["domain"] for r in self._q("select distinct domain from explore_generations "
                                                  "where domain is not null order by 1")]
-        return {"settings": settings, "domains": domains}
+        return {"settings": settings, "domains": domains, "document_sets": self._document_sets()}
+
+    def _document_sets(self) -> list[str]:
+        """Names of the document sets the marts know (none in a warehouse built before they existed)."""
+        import duckdb
+
+        try:
+            return [r["document_set"] for r in self._q("select distinct document_set from stg_document_sets "
+                                                        "order by 1")]
+        except duckdb.Error:
+            return []
 
     # -- the generations table ---------------------------------------------------------------------
     def generations(self, q: GenQuery) -> Page:
@@ -233,6 +253,11 @@ class Explorer:
         if q.full_match is not None:
             where.append("coalesce(full_match, false) = ?")
             params.append(q.full_match)
+        if q.document_set:
+            if q.document_set not in self._document_sets():
+                raise UserError(f"unknown document set {q.document_set!r}; name one with `lmaudit audit documents`")
+            where.append(DOCUMENT_SET_FILTER)
+            params.append(q.document_set)
         if q.min_longest is not None:
             where.append("longest_span >= ?")
             params.append(q.min_longest)

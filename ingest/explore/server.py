@@ -37,8 +37,8 @@ def to_json(obj) -> bytes:
 
 
 def gen_query(params: dict[str, list[str]], page_size: int) -> GenQuery:
-    """A GenQuery from the page's query string (`run`, `setting`, `domain`, `full`, `min_longest`, `min_nvr`,
-    `sort`, `desc`, `page`, `size`)."""
+    """A GenQuery from the page's query string (`run`, `setting`, `domain`, `full`, `document_set`,
+    `min_longest`, `min_nvr`, `sort`, `desc`, `page`, `size`)."""
     def one(name):
         v = params.get(name, [""])[0].strip()
         return v or None
@@ -57,6 +57,7 @@ def gen_query(params: dict[str, list[str]], page_size: int) -> GenQuery:
         raise UserError(f"full must be yes or no, not {full!r}")
     return GenQuery(run_ids=tuple(r for r in params.get("run", []) if r), setting=one("setting"),
                     domain=one("domain"), full_match=None if full is None else full == "yes",
+                    document_set=one("document_set"),
                     min_longest=number("min_longest", int), min_nv_recall=number("min_nvr", float),
                     sort=one("sort") or "longest_span", descending=(one("desc") or "1") != "0",
                     page=number("page", int) or 0, size=number("size", int) or page_size)

@@ -46,7 +46,8 @@ pytestmark = pytest.mark.slow
 
 B = 200
 SEED = 42
-SELECT = ["+fct_document_propensity", "+fct_document_set_propensity", "stg_corpora"]
+SELECT = ["+fct_document_propensity", "+fct_document_set_propensity", "stg_corpora",
+          "+fct_setting_metrics"]  # the explorer's own marts (its document-set filter is tested here too)
 DEGENERATE = "|\n" * 100
 
 RUNS = {  # run_id: (model, setting, purpose)
@@ -271,3 +272,23 @@ def test_report_section_shows_each_set(built: Path) -> None:
     assert "3 / 4" in page and "0.50 [" in page  # u's r20 against a, PM 1/2
     assert "2 of 4 generations" in page  # the set's attack: targeted extraction
     assert "d1" in page  # the most reproduced documents
+
+
+def test_explorer_filters_generations_by_document_set(built: Path) -> None:
+    from ingest.errors import UserError
+    from ingest.explore.queries import Explorer
+    from ingest.explore.server import gen_query
+
+    explorer = Explorer(built)
+    try:
+        assert explorer.facets()["document_sets"] == ["other", "rh"]
+        page = explorer.generations(gen_query({"document_set": ["rh"], "size": ["100"]}, 50))
+        # every generation with a span from documents 0-2, of any run (the mixture run n too), degenerate or not
+        assert {r["generation_id"] for r in page.rows} == {
+            "u0", "u1", "u2", "u4", "g_gp1_0", "a_ap1_0", "a_ap1_1", "a_ap2_1", "v0", "n0"}
+        other = explorer.generations(gen_query({"document_set": ["other"]}, 50))
+        assert {r["generation_id"] for r in other.rows} == {"u3", "pc_cp1_0"}
+        with pytest.raises(UserError, match="unknown document set"):
+            explorer.generations(gen_query({"document_set": ["nope"]}, 50))
+    finally:
+        explorer.close()
