@@ -1,50 +1,35 @@
--- Which generations reproduce a software license? Generations with a span of >= 20 tokens found in a
--- training document whose text or metadata looks like a license, with the license source.
--- Run: lmaudit sql @sql/license_reproductions.sql
+-- Which reproduced training documents carry a licence, and which runs reproduce them? One row per document that
+-- a generation reproduces (a span of >= var propme_mid_span_tokens tokens) with a licence from its metadata or
+-- found in its text by `lmaudit provenance` (SPDX identifiers, licence texts and headers), the runs and settings
+-- that reproduce it and the longest span. Documents not read yet by `lmaudit provenance` are listed with licence
+-- 'not read yet'.
+-- Run: lmaudit provenance && lmaudit build && lmaudit sql @sql/license_reproductions.sql
 with
 
-spans as (
-    select * from stg_spans
-),
-
 documents as (
-    select * from stg_span_documents
-),
 
-generations as (
-    select * from stg_generations
-),
+    select * from fct_document_provenance
 
-license_hits as (
-    select
-        spans.generation_id,
-        max(spans.length) as longest_span,
-        any_value(documents.source) as license_source,
-        any_value(documents.doc_id) as doc_id
-    from spans
-    inner join documents on spans.span_id = documents.span_id
-    where
-        spans.length >= 20
-        and (
-            documents.domain = 'boilerplate'
-            or lower(coalesce(documents.source, '')) like '%licen%'
-            or lower(documents.window_text) like '%permission is hereby granted%'
-            or lower(documents.window_text) like '%licensed under%'
-        )
-    group by spans.generation_id
 ),
 
 final as (
+
     select
-        generations.run_id,
-        license_hits.generation_id,
-        license_hits.longest_span,
-        license_hits.license_source,
-        license_hits.doc_id,
-        left(generations.text, 100) as generation_start
-    from license_hits
-    inner join generations on license_hits.generation_id = generations.generation_id
-    order by license_hits.longest_span desc
+        coalesce(licence, case when not is_read then 'not read yet' end) as licence,
+        licence_origin,
+        doc_id,
+        coalesce(path, source) as path_or_source,
+        repository,
+        n_runs,
+        array_to_string(settings, ', ') as settings,
+        n_generations,
+        longest_span,
+        longest_span_run_id,
+        left(longest_span_text, 100) as longest_span_start
+    from documents
+    where licence is not null or not is_read
+    order by longest_span desc, doc_id asc
+
 )
 
 select * from final

@@ -94,6 +94,10 @@ def build_report(home: Path, out: Path | None = None) -> Report:
         c_html, c_images, c_skipped = contamination_section(con, out)  # benchmark contamination
         tables, skipped = tables + c_html, skipped + c_skipped
         images.update(c_images)
+        from ingest.report.provenance import provenance_section
+
+        p_html, p_skipped = provenance_section(con)  # licences of reproduced documents, personal data (masked)
+        tables, skipped = tables + p_html, skipped + p_skipped
         from ingest.report.document_propensity import document_propensity_section
 
         d_html, d_skipped = document_propensity_section(con)  # for rightsholders: document sets

@@ -154,3 +154,20 @@ def test_rerun_is_idempotent_and_export_writes_the_mart(warehouse):
     assert {"doc_id", "licence", "source", "repository", "run_ids", "longest_span"} <= set(header)
     bad = run_cli("provenance", "--min-span", "0", home=warehouse["home"])
     assert bad.returncode == 2 and bad.stderr.count("\n") <= 1 and "--min-span" in bad.stderr
+
+
+@pytest.mark.slow
+def test_report_section_shows_licences_and_only_masked_personal_data(warehouse):
+    from ingest.export import connect_marts
+    from ingest.report.provenance import provenance_section
+
+    con = connect_marts(warehouse["home"])
+    try:
+        page, skipped = provenance_section(con)
+    finally:
+        con.close()
+    assert skipped == [] and "Provenance: licences of reproduced documents" in page
+    assert "BSD-3-Clause" in page and "Apache-2.0" in page and "none found" in page
+    assert "ja***email" in page and "+1***phone" in page and "AK***secret" in page
+    for secret in ("jane.roe@example.com", "AKIAIOSFODNN7EXAMPLE", "650-253-0000"):
+        assert secret not in page
