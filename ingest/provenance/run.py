@@ -89,16 +89,26 @@ def _todo_documents(con, min_span: int) -> tuple[list[tuple], int]:
     return list(todo.values()), done
 
 
-def _todo_spans(con, min_span: int) -> tuple[list[tuple], int]:
-    rows = con.execute("""
-        select s.span_id, s.trace_id, s.generation_id, s.text, sc.span_id is not null as done
+_SPANS_TODO = """
+    select s.span_id, s.trace_id, s.generation_id, s.text
+    from spans s
+    where s.length >= ? and s.generation_id in (select generation_id from generations)
+      and s.span_id not in (select span_id from scanned)
+    order by s.span_id
+"""
+
+
+def _count_spans(con, min_span: int) -> tuple[int, int]:
+    """(spans to scan, spans scanned before). The scanned ids are copied into a temporary table first: the
+    scan streams its input while it writes new scan partitions, which must not change what it reads."""
+    con.execute("create or replace temp table scanned as select distinct span_id from personal_data_scans")
+    todo, done = con.execute("""
+        select count(*) filter (where s.span_id not in (select span_id from scanned)),
+               count(*) filter (where s.span_id in (select span_id from scanned))
         from spans s
-        left join (select distinct span_id from personal_data_scans) sc on s.span_id = sc.span_id
         where s.length >= ? and s.generation_id in (select generation_id from generations)
-        order by s.span_id
-    """, [min_span]).fetchall()
-    todo = [r[:4] for r in rows if not r[4]]
-    return todo, len(rows) - len(todo)
+    """, [min_span]).fetchone()
+    return int(todo), int(done)
 
 
 def _index_dirs(index_dir: str | None) -> list[str]:
@@ -176,13 +186,14 @@ def _read_documents(lake: Lake, todo: Sequence[tuple], bar, task) -> int:
     return with_licence
 
 
-def _scan_spans(lake: Lake, todo: Sequence[tuple], bar, task) -> dict[str, int]:
+def _scan_spans(lake: Lake, cursor, bar, task) -> dict[str, int]:
+    """Scan the spans `cursor` yields (span_id, trace_id, generation_id, text), SPAN_BATCH at a time: at paper
+    scale millions of spans never sit in memory together."""
     from ingest.provenance.personal_data import DETECTORS, find_personal_data, versions
 
     detector = versions()
     counts = {k: 0 for k in DETECTORS.names()}
-    for i in range(0, len(todo), SPAN_BATCH):
-        batch = todo[i:i + SPAN_BATCH]
+    while batch := cursor.fetchmany(SPAN_BATCH):
         now = datetime.now(timezone.utc)
         scans, findings = [], []
         for span_id, trace_id, generation_id, text in batch:
@@ -218,20 +229,22 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
             for t in TABLES:
                 for p in lake.partitions(t):
                     lake.delete(t, p)
-    with lake.snapshot():
-        con = _connect(lake)
-        try:
-            docs, docs_done = _todo_documents(con, min_span)
-            spans, spans_done = _todo_spans(con, min_span)
-        finally:
-            con.close()
-    check_indexes(docs)
+    con = _connect(lake)
+    try:
+        docs, docs_done = _todo_documents(con, min_span)
+        n_spans, spans_done = _count_spans(con, min_span)
+        check_indexes(docs)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=True) as bar:
-        with_licence = _read_documents(lake, docs, bar, bar.add_task("documents", total=len(docs))) if docs else 0
-        counts = _scan_spans(lake, spans, bar, bar.add_task("spans", total=len(spans))) if spans else {}
-    return ProvenanceSummary(min_span, len(docs), docs_done, with_licence, len(spans), spans_done, counts,
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      disable=not progress, transient=True) as bar:
+            with_licence = _read_documents(lake, docs, bar, bar.add_task("documents", total=len(docs))) if docs else 0
+            counts = {}
+            if n_spans:
+                cursor = con.execute(_SPANS_TODO, [min_span])
+                counts = _scan_spans(lake, cursor, bar, bar.add_task("spans", total=n_spans))
+    finally:
+        con.close()
+    return ProvenanceSummary(min_span, len(docs), docs_done, with_licence, n_spans, spans_done, counts,
                              time.perf_counter() - t0)
