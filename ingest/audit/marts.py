@@ -25,7 +25,8 @@ from ingest.marts.common import finite
 from ingest.metrics import bootstrap as bs
 
 PM_METRICS = ("r20", "r50", "fmr")
-DOC_CHUNK = 512  # documents per resampling pass: bounds the (resamples x columns) replicate matrix
+DOC_CHUNK = 64  # documents per resampling pass: the replicates of a chunk are resamples x 256 doubles (20 MB at 10,000)
+NO_DOC = -1  # a document number no set holds: its counts are all zero
 
 SCHEMA = pa.schema([
     ("document_set", pa.string()), ("doc_ix", pa.int64()), ("propensity_run_id", pa.string()),
@@ -111,14 +112,25 @@ def document_set_bootstrap(units: pa.Table, pairs: pa.Table, sets: pa.Table, n_r
     rows = []
     for pair in pairs.select(["document_set", "propensity_run_id", "attack_run_id", "trace_id"]).to_pylist():
         s, p_run, c_run, trace = pair["document_set"], pair["propensity_run_id"], pair["attack_run_id"], pair["trace_id"]
-        docs: list[int | None] = [None, *sorted(set(members.get(s, [])))]
-        for start in range(0, len(docs), DOC_CHUNK):
-            chunk = docs[start:start + DOC_CHUNK]
-            p = _replicates(groups.get((s, p_run, trace)), (s, p_run, trace), chunk, n_resamples, seed)
-            c = _replicates(groups.get((s, c_run, trace)), (s, c_run, trace), chunk, n_resamples, seed) \
-                if c_run is not None else None
+        p_units = groups.get((s, p_run, trace))
+        c_units = groups.get((s, c_run, trace)) if c_run is not None else None
+        # only documents with a count in either run need resampling: every other one has all-zero columns, whose
+        # results are those of one stand-in zero document (NO_DOC), computed once and copied
+        counted = {d for u in (p_units, c_units) if u is not None for d in u.doc_counts}
+        docs = sorted(set(members.get(s, [])))
+        active: list[int | None] = [None, NO_DOC, *(d for d in docs if d in counted)]
+        zero_rows: list[dict] = []
+        for start in range(0, len(active), DOC_CHUNK):
+            chunk = active[start:start + DOC_CHUNK]
+            p = _replicates(p_units, (s, p_run, trace), chunk, n_resamples, seed)
+            c = _replicates(c_units, (s, c_run, trace), chunk, n_resamples, seed) if c_run is not None else None
             for i, d in enumerate(chunk):
-                rows += _rows(s, d, p_run, c_run, trace, i, p, c, n_resamples, seed, ci_level)
+                out = _rows(s, d, p_run, c_run, trace, i, p, c, n_resamples, seed, ci_level)
+                if d == NO_DOC:
+                    zero_rows = out
+                else:
+                    rows += out
+        rows += [{**r, "doc_ix": d} for d in docs if d not in counted for r in zero_rows]
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 

@@ -89,7 +89,8 @@ def by_where(documents: pa.Table, where: str) -> pa.Table:
         raise UserError("--where is empty; give a condition such as \"source like 'scipy==%'\"")
     query = f"select doc_ix from documents where ({where}\n) order by doc_ix"
     try:
-        n_statements = len(duckdb.connect().extract_statements(query))
+        with duckdb.connect() as parser:
+            n_statements = len(parser.extract_statements(query))
     except duckdb.Error as e:
         raise UserError(f"--where does not parse: {str(e).splitlines()[0]}; give one SQL condition over the columns "
                         f"{', '.join(documents.column_names)}") from None
@@ -108,6 +109,11 @@ def by_where(documents: pa.Table, where: str) -> pa.Table:
                         "'$.field'))") from None
     finally:
         con.close()
+    n = documents.num_rows
+    if any(not isinstance(p, int) or not 0 <= p < n for p in picked) or len(set(picked)) != len(picked):
+        # only a condition that escapes its parentheses (`true) union ...`) returns rows that are not documents
+        raise UserError("--where must be a condition over the documents (it selected rows that are not documents); "
+                        "write it as for `select * from documents where <condition>`")
     return documents.take(pa.array(picked, type=pa.int64()))  # doc_ix == row
 
 

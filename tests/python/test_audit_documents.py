@@ -110,6 +110,8 @@ def test_an_id_file_selects_ids_and_doc_numbers(attached, tmp_path) -> None:
     ({"where": "true; select 1"}, "one SQL condition"),
     ({"where": "no_such_column = 1"}, "failed"),
     ({"where": "(select count(*) from read_csv('/etc/passwd')) > 0"}, "failed"),
+    ({"where": "true) union all (select 99999"}, "not documents"),
+    ({"where": "true) union all (select doc_ix from documents"}, "not documents"),
     ({}, "exactly one"),
     ({"where": "true", "name": "a/b"}, "path separator"),
     ({"where": "true", "prefix_prompts": -1}, "--prefix-prompts"),
