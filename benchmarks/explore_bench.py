@@ -2,11 +2,17 @@
 
     python benchmarks/metrics_lake.py --warehouse /tmp/bench --propme-only --vars '{propme_bootstrap_resamples: 200}'
     python benchmarks/explore_bench.py --warehouse /tmp/bench [--static-run RUN]
+    python benchmarks/explore_bench.py --warehouse /tmp/bench --startup-only --old SRC [--rounds 5]
 
 Times, through the real server on 127.0.0.1 (JSON encoding and HTTP included): start-up (the per-generation
 summary), the runs list, pages of the generations table under each sort and filter (first and last page),
 generation pages and span documents of randomly chosen generations; then the static export of one run
 (`--out`), whose time and size scale with the number of generations. Prints medians and sizes.
+
+`--startup-only --old SRC`: only the start-up (`Explorer(home)`), of this code and of another checkout
+(e.g. `git worktree add /tmp/old <commit>`: before issue 32 the start-up aggregated every retrieved
+document's domain), each in a fresh child process, alternating, `--rounds` times; wall and CPU seconds and
+peak RSS of each (the warehouse must hold what both read: build it with this code).
 """
 
 from __future__ import annotations
@@ -39,13 +45,67 @@ def timed_get(url: str, as_json: bool = True) -> tuple[float, int, dict | None]:
     return time.perf_counter() - t, len(body), json.loads(body) if as_json else None
 
 
+def _startup_child(src: str, home: str) -> None:
+    """Time `Explorer(home)` with `ingest` imported from `src`; one JSON line."""
+    for m in [m for m in sys.modules if m == "ingest" or m.startswith("ingest.")]:
+        del sys.modules[m]
+    sys.path.insert(0, src)
+    from ingest.explore.queries import Explorer as E
+
+    t, c = time.perf_counter(), time.process_time()
+    ex = E(Path(home))
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    (n,) = ex.con.execute("select count(*) from explore_generations").fetchone()
+    digest = ex.con.execute("select md5(string_agg(concat_ws('|', ordinal, generation_id, run_id, model, setting, "
+                            "trace_id, is_traced, n_tokens, n_spans, longest_span, nv_recall, full_match, "
+                            "full_match_raw, is_blank, domain, preview), '\n' order by ordinal)) "
+                            "from explore_generations").fetchone()[0]
+    ex.close()
+    print(json.dumps({"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "rows": n, "digest": digest,
+                      "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+
+
+def startup_ab(home: Path, old: Path, rounds: int) -> None:
+    import subprocess
+
+    trees = {"old": str(old.resolve()), "new": str(REPO)}
+    res: dict = {"old": [], "new": []}
+    loads = [os.getloadavg()]
+    for r in range(rounds):
+        for which in (("old", "new") if r % 2 == 0 else ("new", "old")):
+            p = subprocess.run([sys.executable, __file__, "--startup-child", trees[which], str(home)],
+                               capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(f"{which} failed: {p.stderr[-2000:]}")
+            res[which].append(json.loads(p.stdout.strip().splitlines()[-1]))
+        loads.append(os.getloadavg())
+    for which, rs in res.items():
+        print(f"{which}: start-up median {statistics.median(x['wall_s'] for x in rs):.2f}s wall "
+              f"(all: {', '.join(str(x['wall_s']) for x in rs)}), {statistics.median(x['cpu_s'] for x in rs):.2f}s CPU, "
+              f"peak RSS {statistics.median(x['max_rss_mb'] for x in rs):.0f} MB, {rs[0]['rows']} rows, "
+              f"digest {rs[0]['digest'][:12]}")
+    same = {x["digest"] for rs in res.values() for x in rs}
+    print(f"same rows: {len(same) == 1}; load averages {[[round(v, 2) for v in lo] for lo in loads]}")
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--startup-child":
+        _startup_child(sys.argv[2], sys.argv[3])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", required=True)
     ap.add_argument("--static-run", default=None, help="run for the static export (default: the first)")
     ap.add_argument("--samples", type=int, default=20)
+    ap.add_argument("--startup-only", action="store_true", help="only start-up, this code vs --old")
+    ap.add_argument("--old", type=Path, help="--startup-only: a checkout of the code to compare with")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     home = Path(args.warehouse).resolve()
+    if args.startup_only:
+        if not args.old:
+            ap.error("--startup-only needs --old")
+        startup_ab(home, args.old, args.rounds)
+        return
     print(f"load average {os.getloadavg()[0]:.1f}")
     t = time.perf_counter()
     ex = Explorer(home)

@@ -4,9 +4,12 @@ generation with its spans, one span's documents.
 Everything is read from the built warehouse through one read-only DuckDB connection that can read only the
 lake (as `lmaudit sql`): per-generation facts come from `int_generation_facts` (the same definitions as the
 metrics: longest span, full match, near-verbatim recall in index tokens), headline numbers from
-`fct_setting_metrics`. At start-up one query gathers a summary row per generation into a temporary table
-(at paper scale, 200,000 rows); each page of the generations table is then a `limit/offset` query on it,
-so no request ever returns more than one page. Spans and documents are read per generation / per span.
+`fct_setting_metrics`. At start-up one query copies the summary row per generation that the build wrote
+(`fct_explore_generations`: display order, run, facts, top domain of the retrieved documents, preview; at
+paper scale 200,000 rows) into a temporary table; nothing is aggregated over spans or documents at start
+(only in a warehouse built without that mart, which gets the same rows the slow way). Each page of the
+generations table is then a `limit/offset` query on it, so no request ever returns more than one page.
+Spans and documents are read per generation / per span.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ DOCUMENT_SET_FILTER = """generation_id in (
 MAX_PAGE_NUMBER = 10**9  # pages past the last one answer zero rows; past this one, a 400
 
 SUMMARY_SQL = """
+create temp table explore_generations as
+select * from fct_explore_generations
+"""
+
+# A warehouse built before the mart existed (or a build that selected only some marts): the same rows aggregated
+# at start, as the explorer did before issue 32 (seconds at paper scale; a full `lmaudit build` writes the mart).
+SUMMARY_AT_START_SQL = """
 create temp table explore_generations as
 with facts as (
     select *
@@ -181,7 +191,14 @@ class Explorer:
         self.lock = threading.Lock()
         start = time.perf_counter()
         try:
-            self.con.execute(SUMMARY_SQL)
+            try:
+                self.con.execute(SUMMARY_SQL)
+                self.summary_source = "fct_explore_generations"
+            except duckdb.CatalogException as e:
+                if "fct_explore_generations" not in str(e):
+                    raise
+                self.con.execute(SUMMARY_AT_START_SQL)
+                self.summary_source = "aggregated at start"
         except duckdb.CatalogException as e:
             self.con.close()
             raise UserError(f"the warehouse has no trace marts yet ({str(e).splitlines()[0]}); run `lmaudit build` "

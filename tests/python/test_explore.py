@@ -88,7 +88,7 @@ def write_lake(home: Path) -> None:
 def warehouse(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("explore") / "warehouse"
     write_lake(home)
-    res = build(home, select=["+fct_setting_metrics", "stg_corpora", "stg_span_counts"],
+    res = build(home, select=["+fct_setting_metrics", "+fct_explore_generations", "stg_corpora", "stg_span_counts"],
                 vars_="{propme_bootstrap_resamples: 20}", progress=False)
     assert res.success, res.failures
     return home
@@ -111,6 +111,52 @@ def served(warehouse):
 def get(url: str):
     with urllib.request.urlopen(url) as r:
         return json.loads(r.read())
+
+
+# the explorer's start-up summary before issue 32 (aggregated over every retrieved document at start): the oracle of
+# the fct_explore_generations mart the explorer now copies
+SUMMARY_BEFORE = """
+with facts as (
+    select * from int_generation_facts
+    qualify row_number() over (partition by generation_id order by is_traced desc nulls last, trace_id) = 1
+),
+span_domains as (
+    select spans.generation_id, spans.trace_id, docs.domain, count(*) as n
+    from stg_spans as spans inner join stg_span_documents as docs on spans.span_id = docs.span_id
+    where docs.domain is not null group by all
+),
+top_domain as (
+    select generation_id, trace_id, first(domain order by n desc, domain) as domain from span_domains group by all
+)
+select
+    row_number() over (order by g.run_id, g.prompt_id nulls first, g.sample_idx, g.generation_id) - 1 as ordinal,
+    g.generation_id, g.run_id, runs.model, runs.setting, g.prompt_id, g.sample_idx, facts.trace_id,
+    coalesce(facts.is_traced, false) as is_traced, facts.n_tokens, facts.n_spans, facts.longest_span,
+    case when facts.n_nv_docs > 0 then facts.nv_sum / facts.n_nv_docs end as nv_recall,
+    facts.full_match_normalized as full_match, facts.full_match_raw, facts.is_blank, top_domain.domain,
+    left(g.text, 160) as preview
+from stg_generations as g
+inner join stg_runs as runs on g.run_id = runs.run_id
+left join facts on g.generation_id = facts.generation_id
+left join top_domain on facts.generation_id = top_domain.generation_id and facts.trace_id = top_domain.trace_id
+order by ordinal
+"""
+
+
+def test_startup_reads_the_mart_equal_to_the_aggregate_at_start(warehouse) -> None:
+    """The explorer's generations table comes from fct_explore_generations (written by the build); it equals,
+    row for row, the aggregate the explorer computed at start before (domains of every retrieved document)."""
+    from ingest.explore.queries import SUMMARY_SQL, Explorer
+
+    assert "span_documents" not in SUMMARY_SQL and "fct_explore_generations" in SUMMARY_SQL
+    ex = Explorer(warehouse)
+    try:
+        got = ex.con.execute("select * from explore_generations order by ordinal").fetchall()
+        want = ex.con.execute(SUMMARY_BEFORE).fetchall()
+    finally:
+        ex.close()
+    assert got == want
+    assert {r[1]: r[16] for r in got} == {gid: dom for gid, *_, dom in PREFIX_GENS} | {"g2": "license"}
 
 
 # ------------------------------------------------------------------------------------ span placement
@@ -330,3 +376,22 @@ def test_report_links_into_the_explorer(warehouse, tmp_path) -> None:
         con.close()
     assert "http://127.0.0.1:8765/#/gens?run=r_pre" in section and "#/gens?run=r_unc" in section
     assert "files</a>" not in section  # no static export in <warehouse>/explore yet
+
+
+def test_startup_without_the_mart_aggregates_at_start(tmp_path) -> None:
+    """A warehouse built without fct_explore_generations (an older build, or a --select that left it out) still
+    opens: the explorer aggregates the same rows at start."""
+    from ingest.explore.queries import Explorer
+
+    home = tmp_path / "warehouse"
+    write_lake(home)
+    res = build(home, select=["+fct_setting_metrics", "stg_corpora", "stg_span_counts"],
+                vars_="{propme_bootstrap_resamples: 20}", progress=False)
+    assert res.success, res.failures
+    ex = Explorer(home)
+    try:
+        assert ex.summary_source == "aggregated at start"
+        got = ex.con.execute("select * from explore_generations order by ordinal").fetchall()
+        assert got == ex.con.execute(SUMMARY_BEFORE).fetchall()
+    finally:
+        ex.close()
