@@ -128,6 +128,9 @@ def run_demo(home: Path, size: str = "default", console: Console | None = None, 
         texts = prompt_texts(lake, s)[0]
         if texts:
             trace_generations(lake, job, texts, f"prompts:{s}", corpus_id=corpus_id_for(corpus), progress=progress)
+    from ingest.provenance.run import run_provenance
+
+    run_provenance(lake, progress=progress)  # licences of reproduced documents, personal data (docs/provenance.md)
     timings["trace"] = time.perf_counter() - t
 
     t = step("mixture: held-out reference documents, TF-IDF domain classifier, score the neutral samples")
