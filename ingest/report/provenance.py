@@ -7,9 +7,12 @@ reproduces a training document, so a warehouse without traces shows nothing."""
 from __future__ import annotations
 
 import html
+import re
 
 from ingest.provenance.personal_data import mask
 from ingest.report.plotting import query_rows
+
+_MASKED = re.compile(r".{0,2}\*\*\*(email|phone|secret)", re.DOTALL)
 
 LICENCE_SQL = """
 select coalesce(licence, case when is_read then 'none found' else 'not read yet' end) as licence,
@@ -30,11 +33,15 @@ limit 15
 """
 
 PERSONAL_SQL = """
-select run_id, setting, kind, n_generations as generations, n_generations_reproducing as reproducing,
-       n_spans_scanned as spans_scanned, n_reproduced_spans as reproduced_spans, n_generations_with as with_kind,
-       round(100 * share_generations_with, 2) as with_kind_pct, n_distinct_values as distinct_values, examples
+select run_id, setting, max(n_generations) as generations, max(n_generations_reproducing) as reproducing,
+       max(n_spans_scanned) || ' / ' || max(n_reproduced_spans) as spans_scanned,
+       sum(n_generations_with) filter (where kind = 'email') as with_email,
+       sum(n_generations_with) filter (where kind = 'phone') as with_phone,
+       sum(n_generations_with) filter (where kind = 'secret') as with_key_or_token,
+       sum(n_distinct_values) as distinct_values, flatten(list(examples order by kind)) as examples
 from fct_reproduced_personal_data
-order by run_id, kind
+group by run_id, trace_id, setting
+order by run_id, trace_id
 """
 
 
@@ -45,12 +52,13 @@ def _html_table(rows: list[dict]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _masked(examples, kind: str) -> str:
-    """The mart's examples are masked when written; anything that is not (a hand-edited lake) is masked here."""
+def _masked(examples) -> str:
+    """The mart's examples are masked when written (`jo***email`); anything else (a hand-edited lake) is masked
+    here, so the report never shows a value in full."""
     out = []
     for e in examples or []:
         e = str(e)
-        out.append(e if e.endswith(f"***{kind}") and len(e) == 2 + 3 + len(kind) else mask(e, kind))
+        out.append(e if _MASKED.fullmatch(e) else mask(e, "value"))
     return ", ".join(out)
 
 
@@ -65,7 +73,7 @@ def provenance_section(con) -> tuple[str, list[str]]:
     if not licences and not any(r["reproducing"] for r in personal):
         return "", []
     for r in personal:
-        r["examples"] = _masked(r["examples"], r["kind"])
+        r["examples"] = _masked(r["examples"])
     parts = ["<h2>Provenance: licences of reproduced documents</h2>"]
     if licences:
         parts.append(_html_table(licences))
