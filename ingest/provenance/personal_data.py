@@ -2,9 +2,11 @@
 
 Each kind has one detector, kept in a registry (`DETECTORS`), each a well-kept library:
 
-* `email`: candidates are the `local@domain` runs of the text whose last domain label has 2+ letters (every
-  real top-level domain has: this keeps numpy's matrix product `A@B.T` out); `email-validator` decides (RFC
-  syntax, no special-use domain such as `localhost`; no DNS look-up, `check_deliverability=False`).
+* `email`: candidates are the `local@domain` runs of the text whose local part starts with a letter or digit and
+  whose last domain label has 2+ letters and is not followed by `_` (every real top-level domain has 2+ letters:
+  this keeps numpy's matrix product `A@B.T` out, and reST's ``` ``@torch.library.custom_op`` ```, found in the
+  sandbox corpus); `email-validator` decides (RFC syntax, no special-use domain such as `localhost`; no DNS
+  look-up, `check_deliverability=False`).
 * `phone`: Google's `phonenumbers` matcher (`Leniency.VALID`: a number that is valid for its region; national
   numbers are read in `PHONE_REGION`). A bare run of digits with no `+`, bracket, space, dot or dash in it
   (`4155552671`) is not flagged: in code and data such a run is an id, a count or a timestamp far more often
@@ -32,7 +34,8 @@ from ingest.registry import Registry
 PHONE_REGION = "US"  # the region national numbers are read in (phonenumbers' region codes)
 # entropy plugins flag hex digests and base64 blobs; IPs are not personal data of the kinds counted here
 _SECRET_PLUGINS_LEFT_OUT = frozenset({"HexHighEntropyString", "Base64HighEntropyString", "IPPublicDetector"})
-_EMAIL_CANDIDATE = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-]|\.[A-Za-z0-9])")
+_EMAIL_CANDIDATE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+                              r"\.[A-Za-z]{2,}(?![A-Za-z0-9_-]|\.[A-Za-z0-9])")
 _PHONE_SEPARATORS = re.compile(r"[+()\s.\-/]")
 
 

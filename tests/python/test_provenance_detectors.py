@@ -103,6 +103,8 @@ CASES = [
     ("mail jo@example.co.uk.", [("email", "jo@example.co.uk")]),  # the sentence's full stop is not in it
     ("y = A@B.T  # numpy matrix product", []),  # trap: a one-letter "TLD"
     ("@property\ndef f(self): ...", []),  # trap: a decorator
+    ("use ``@torch.library.custom_op`` here", []),  # trap: a decorator in reST (found in the sandbox corpus)
+    ("MARSHALL%PLU@io.arc.nasa.gov wrote", [("email", "MARSHALL%PLU@io.arc.nasa.gov")]),  # an old-style address
     ("pip install pkg@git+https://github.com/o/r", []),  # trap: a pip direct reference
     ("ssh git@localhost", []),  # trap: special-use domain
     ("call +1 650-253-0000 now", [("phone", "+1 650-253-0000")]),
