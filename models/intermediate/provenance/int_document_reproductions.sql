@@ -63,6 +63,7 @@ pairs as (
 
     select
         coalesce(trace_runs.corpus_id, trace_runs.index_dir) as corpus_key,
+        trace_runs.corpus_id,
         span_documents.doc_ix,
         span_documents.shard,
         span_documents.doc_id,
@@ -91,6 +92,7 @@ final as (
     select
         pairs.corpus_key,
         pairs.doc_ix,
+        any_value(pairs.corpus_id) as corpus_id,
         any_value(pairs.shard) as shard,
         any_value(pairs.doc_id) as doc_id,
         any_value(pairs.domain) as domain,

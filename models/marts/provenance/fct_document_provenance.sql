@@ -28,6 +28,7 @@ by_document as (
     select
         corpus_key,
         doc_ix,
+        any_value(corpus_id) as corpus_id,
         any_value(shard) as shard,
         any_value(doc_id) as doc_id,
         any_value(domain) as domain,
@@ -57,7 +58,7 @@ final as (
 
     select
         by_document.corpus_key,
-        provenance.corpus_id,
+        coalesce(provenance.corpus_id, by_document.corpus_id) as corpus_id,
         corpora.name as corpus_name,
         by_document.doc_ix,
         by_document.shard,
@@ -95,7 +96,7 @@ final as (
         provenance.metadata
     from by_document
     left join provenance on by_document.corpus_key = provenance.corpus_key and by_document.doc_ix = provenance.doc_ix
-    left join corpora on provenance.corpus_id = corpora.corpus_id
+    left join corpora on coalesce(provenance.corpus_id, by_document.corpus_id) = corpora.corpus_id
 
 )
 
