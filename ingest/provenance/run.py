@@ -61,8 +61,9 @@ def _connect(lake: Lake):
     return con
 
 
-def _todo_documents(con, min_span: int) -> tuple[list[tuple], int]:
-    """[(corpus_key, corpus_id, index_dir, doc_ix, shard)] not yet read, and how many were already."""
+def _todo_documents(con, min_span: int, everything: bool = False) -> tuple[list[tuple], int]:
+    """[(corpus_key, corpus_id, index_dir, doc_ix, shard)] not yet read (every one with `everything`), and how
+    many were read already."""
     rows = con.execute("""
         with reproduced as (
             select distinct coalesce(tr.corpus_id, tr.index_dir) as corpus_key, tr.corpus_id, tr.index_dir,
@@ -82,7 +83,7 @@ def _todo_documents(con, min_span: int) -> tuple[list[tuple], int]:
     todo: dict[tuple, tuple] = {}
     done = 0
     for key, corpus_id, index_dir, doc_ix, shard, is_done in rows:
-        if is_done:
+        if is_done and not everything:
             done += 1
         else:
             todo.setdefault((key, doc_ix), (key, corpus_id, index_dir, doc_ix, shard))
@@ -224,16 +225,16 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
     if min_span < 1:
         raise UserError(f"--min-span must be at least 1 token, got {min_span}")
     lake.init()
-    if rescan:
-        with lake.transaction():
-            for t in TABLES:
-                for p in lake.partitions(t):
-                    lake.delete(t, p)
     con = _connect(lake)
     try:
-        docs, docs_done = _todo_documents(con, min_span)
+        docs, docs_done = _todo_documents(con, min_span, everything=rescan)
+        check_indexes(docs)  # before anything is written or removed
+        if rescan:
+            with lake.transaction():
+                for t in TABLES:
+                    for p in lake.partitions(t):
+                        lake.delete(t, p)
         n_spans, spans_done = _count_spans(con, min_span)
-        check_indexes(docs)
 
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -26,8 +26,12 @@ def _rows(lake: Lake, index_dir: str = '["/nowhere/index"]', doc: bool = True) -
          "text": "mail bob@example.org"},
     ])
     if doc:
-        lake.write("span_documents", "s", [{"span_document_id": make_key("long", 0, 3), "span_id": "long", "shard": 0,
-                                            "doc_ix": 3}])
+        _doc(lake)
+
+
+def _doc(lake: Lake) -> None:
+    lake.write("span_documents", "s", [{"span_document_id": make_key("long", 0, 3), "span_id": "long", "shard": 0,
+                                        "doc_ix": 3}])
 
 
 def _n(lake: Lake, table: str) -> int:
@@ -57,6 +61,15 @@ def test_a_missing_index_is_one_line_and_nothing_is_written(lake: Lake) -> None:
     with pytest.raises(UserError, match="/nowhere/index.*re-attach"):
         run_provenance(lake, progress=False)
     assert [_n(lake, t) for t in ("document_provenance", "personal_data_scans", "personal_data_findings")] == [0, 0, 0]
+
+
+def test_a_rescan_refused_for_a_missing_index_keeps_what_was_read(lake: Lake) -> None:
+    _rows(lake, doc=False)
+    run_provenance(lake, progress=False)
+    _doc(lake)  # a document whose index has moved away since
+    with pytest.raises(UserError, match="/nowhere/index"):
+        run_provenance(lake, rescan=True, progress=False)
+    assert (_n(lake, "personal_data_scans"), _n(lake, "personal_data_findings")) == (1, 1)
 
 
 def test_min_span_must_be_positive(lake: Lake) -> None:
