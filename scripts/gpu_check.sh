@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # GPU check: the five PropMe settings on the sandbox model with vLLM and with transformers (hf, --device
 # cuda), prompt and sample counts compared between the two backends, every run traced, tokens/s printed;
-# plus one bfloat16 run (hf) and, with two GPUs visible, one vLLM run with tensor_parallel_size=2;
+# plus one bfloat16 run (hf) and, with two GPUs visible, one vLLM run with tensor_parallel_size=2; where Ray
+# imports, the same unconditional run on Ray actors (hf: one actor per GPU, or two on cpu; vLLM in bfloat16: one
+# actor with --gpus-per-worker 1, or 2 with tensor_parallel_size=2 when two GPUs are visible), counting the models
+# each process builds (driver 0, each actor 1: the LMAUDIT_LOAD_LOG hook); on cuda, when the real vocabularies are
+# cached (`lmaudit vocab fetch`) and pytest imports, vLLM on the tiny Llama / OLMo-2 / GPT-NeoX / GPT-2 models
+# (tests/python/test_real_architectures.py -k vllm);
 # fails if anything differs or the whole check takes more than GPU_CHECK_BUDGET_S (default 480 s = 8 min).
 #
 # From a fresh checkout on a GPU machine: scripts/gpu_check.sh
@@ -37,7 +42,7 @@ if [ -z "${VIRTUAL_ENV:-}" ]; then
     say "no .venv: creating one and installing lmaudit ('.[vllm]' on cuda)"
     python3 -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
-    if [ "$device" = cuda ]; then .venv/bin/python -m pip install --quiet -e '.[vllm]'; else .venv/bin/python -m pip install --quiet -e .; fi
+    if [ "$device" = cuda ]; then .venv/bin/python -m pip install --quiet -e '.[vllm,ray]'; else .venv/bin/python -m pip install --quiet -e .; fi
   fi
   . .venv/bin/activate
 fi
@@ -119,6 +124,54 @@ if [ -n "$vllm_py" ] && [ "$n_gpus" -ge 2 ]; then
 else
   say "tensor_parallel_size=2 skipped: ${n_gpus} GPU(s) visible${vllm_py:+}${vllm_py:- and no vLLM}"
 fi
+
+# 4b. Ray: the unconditional run on actors, with the models each process built counted (driver 0, each actor 1)
+check_loads() {  # LOG KIND ACTORS: the lines PID<TAB>KIND written by the backends (ingest/generate/backends.py)
+  "$py" - "$@" <<'EOF'
+import sys
+from collections import Counter, defaultdict
+
+log, kind, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+by = defaultdict(Counter)
+for line in open(log):
+    pid, k = line.split()
+    by[pid][k] += 1
+drivers = [p for p, c in by.items() if c["tokenizer"]]
+actors = {p: c for p, c in by.items() if p not in drivers}
+ok = (len(drivers) == 1 and by[drivers[0]] == Counter(tokenizer=1) and len(actors) == want
+      and all(c == Counter({kind: 1}) for c in actors.values()))
+print(f"{kind} on Ray: models built per process: " + ", ".join(
+    f"{'driver' if p in drivers else 'actor'} {sum(v for k, v in c.items() if k != 'tokenizer')}" for p, c in by.items()))
+sys.exit(0 if ok else f"error: {kind} on Ray: expected the driver to build no model and {want} actors one each")
+EOF
+}
+if "$py" -c "import ray" >/dev/null 2>&1; then
+  if [ "$device" = cuda ]; then ray_workers="$n_gpus"; ray_gpus=1; else ray_workers=2; ray_gpus=0; fi
+  rm -f "$home/loads-hf.tsv"
+  out="$(LMAUDIT_LOAD_LOG="$home/loads-hf.tsv" lm generate --model "$model" --corpus sandbox-tiny --settings unconditional \
+    --n-generations "$uncond" --max-new-tokens "$max_new" --backend hf --device "$device" --executor ray \
+    --workers "$ray_workers" --gpus-per-worker "$ray_gpus" --run-prefix hfray 2>&1)" || { echo "$out" | tail -30 >&2; exit 1; }
+  # one actor per chunk of 256 generations, up to --workers
+  check_loads "$home/loads-hf.tsv" hf "$(( (uncond + 255) / 256 < ray_workers ? (uncond + 255) / 256 : ray_workers ))"
+  rates="${rates}hf on Ray ($ray_workers actors): $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+  extra_runs="$extra_runs hfray-unconditional"
+else
+  say "Ray skipped: $py cannot import ray (pip install -e '.[ray]')"
+fi
+if [ "$device" = cuda ] && [ -n "$vllm_py" ] && "$vllm_py" -c "import ray" >/dev/null 2>&1; then
+  tp=1; [ "$n_gpus" -ge 2 ] && tp=2
+  eargs=(); for a in $vllm_args tensor_parallel_size=$tp; do eargs+=(--engine-arg "$a"); done
+  rm -f "$home/loads-vllm.tsv"
+  out="$(LMAUDIT_LOAD_LOG="$home/loads-vllm.tsv" PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$vllm_py" \
+    -m ingest.cli.main -w "$home" generate --model "$model" --corpus sandbox-tiny --settings unconditional \
+    --n-generations "$uncond" --max-new-tokens "$max_new" --backend vllm --dtype bfloat16 --executor ray --workers 1 \
+    --gpus-per-worker "$tp" --run-prefix vllmray "${eargs[@]}" 2>&1)" || { echo "$out" | tail -30 >&2; exit 1; }
+  check_loads "$home/loads-vllm.tsv" vllm 1
+  rates="${rates}vllm bfloat16 on Ray (1 actor, tensor_parallel_size=$tp): $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+  extra_runs="$extra_runs vllmray-unconditional"
+elif [ "$device" = cuda ]; then
+  say "vLLM on Ray skipped: ${vllm_py:-no Python with vllm}${vllm_py:+ cannot import ray}"
+fi
 say "extra runs: $extra_runs"
 
 # 5. the same prompts and sample counts from both backends, and a trace of every generation
@@ -167,7 +220,20 @@ print("counts agree" + (" between " + " and ".join(backends) if len(backends) > 
       + "; every generation traced")
 EOF
 printf '%s' "$rates"
-elapsed=$((SECONDS - start))
+elapsed=$((SECONDS - start))  # the budget covers steps 1-5; step 6 starts four more engines
+
+# 6. vLLM on the papers' architectures with their real tokenizers (cuda; needs the vocabularies cached and pytest)
+if [ "$device" = cuda ] && [ -n "$vllm_py" ]; then
+  if "$py" -c "import pytest; from ingest.vocabs.llamacpp import default_cache; import sys; sys.exit(0 if default_cache().is_dir() else 1)" 2>/dev/null; then
+    if ! LMAUDIT_VLLM_PYTHON="$vllm_py" "$py" -m pytest -q -p no:cacheprovider tests/python/test_real_architectures.py \
+        -k vllm | tail -5; then  # pipefail: pytest's status
+      echo "error: vLLM on the real architectures failed" >&2; exit 1
+    fi
+    say "vLLM on Llama / OLMo-2 / GPT-NeoX / GPT-2 checked"
+  else
+    say "architectures skipped: no pytest or no cached vocabularies (lmaudit vocab fetch llama-spm gpt-neox gpt-2)"
+  fi
+fi
 if [ "$elapsed" -gt "$budget" ]; then
   echo "error: the check took ${elapsed}s, over its budget of ${budget}s" >&2
   exit 1

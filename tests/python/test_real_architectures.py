@@ -26,8 +26,17 @@ ARCHITECTURES = {
 TEXTS = ["def main(argv):\n    return 0", "The quick brown fox jumps over the lazy dog, twice."]
 
 
+# vLLM's CPU attention has kernels for some head sizes only (8 fails: docs/footguns.md), so its models are wider
+VLLM_SIZES = {"llama": {"hidden_size": 64, "intermediate_size": 128}, "olmo2": {"hidden_size": 64, "intermediate_size": 128},
+              "gpt_neox": {"hidden_size": 64, "intermediate_size": 128}, "gpt2": {"n_embd": 64}}
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
+    return _build_models(tmp_path_factory.mktemp("arch"), wide=False)
+
+
+def _build_models(root, wide: bool) -> dict:
     import shutil
 
     import torch
@@ -40,7 +49,6 @@ def models(tmp_path_factory):
         cache = llamacpp.fetch(names=("llama-spm", "gpt-neox", "gpt-2"))
     except UserError as e:
         pytest.skip(f"the real vocabularies could not be fetched: {e}")
-    root = tmp_path_factory.mktemp("arch")
     toks = {n: gguf.save_tokenizer_folder(cache / f"ggml-vocab-{n}.gguf", root / f"tok-{n}")
             for n in ("llama-spm", "gpt-neox", "gpt-2")}
     out = {}
@@ -50,6 +58,7 @@ def models(tmp_path_factory):
         n_vocab = Tokenizer.from_file(str(toks[vocab] / "tokenizer.json")).get_vocab_size()
         extra = {} if arch == "gpt2" else {"max_position_embeddings": 128}
         layers = {"n_layer": 1} if arch == "gpt2" else {"num_hidden_layers": 1}
+        size = {**size, **VLLM_SIZES[arch]} if wide else size
         cfg = getattr(transformers, cfg_name)(vocab_size=n_vocab, bos_token_id=bos, eos_token_id=eos, **size,
                                               **layers, **extra)
         torch.manual_seed(0)
@@ -146,3 +155,92 @@ def test_classifier_fine_tunes_a_checkpoint_with_llama2s_tokenizer(models, tmp_p
     p = clf.posteriors(texts)
     assert p.shape == (len(texts), 3) and np.allclose(p.sum(axis=1), 1.0)
     np.testing.assert_allclose(load_classifier(lake, "llama-tok").posteriors(texts), p, atol=1e-6)
+
+
+# Run in the vLLM interpreter: every architecture in one process (one vLLM import), each through the vllm backend.
+VLLM_PROBE = """
+import gc, json, sys
+
+from ingest.generate.backends import GenRequest, SamplingConfig, VLLMBackend
+
+
+def main():
+    out = {}
+    for arch, folder in json.loads(sys.argv[1]).items():
+        try:
+            be = VLLMBackend(folder, dtype="float32", gpu_memory_utilization=0.05, max_model_len=128)
+        except Exception as e:  # noqa: BLE001 - reported per architecture, the test skips with it
+            out[arch] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        engine_tok = be.llm.get_tokenizer()
+        texts = json.loads(sys.argv[2])
+        prompts = [[be.bos_id, *be.encode(t)] for t in texts]
+        outs = be.generate([GenRequest(f"g{i}", tuple(p), seed=i) for i, p in enumerate(prompts)],
+                           SamplingConfig(temperature=0, top_p=1.0, max_new_tokens=6))
+        out[arch] = {"ids": [be.encode(t) for t in texts], "bos": be.bos_id, "eos": be.tok.eos_token_id,
+                     "pad": be.tok.pad_token_id, "engine_eos": engine_tok.eos_token_id,
+                     "engine_pad": engine_tok.pad_token_id, "template": getattr(engine_tok, "chat_template", None),
+                     "prompts": prompts, "outs": [list(o.token_ids) for o in outs]}
+        del be, engine_tok
+        gc.collect()
+    print("RESULT " + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.fixture(scope="module")
+def vllm_runs(tmp_path_factory):
+    import json
+    import os
+    import subprocess
+
+    from conftest import REPO
+
+    python = os.environ.get("LMAUDIT_VLLM_PYTHON")
+    if not python:
+        pytest.skip("set LMAUDIT_VLLM_PYTHON to a Python with vLLM installed")
+    root = tmp_path_factory.mktemp("arch-vllm")
+    folders = _build_models(root, wide=True)
+    (root / "probe.py").write_text(VLLM_PROBE)
+    proc = subprocess.run([python, str(root / "probe.py"), json.dumps({a: str(f) for a, f in folders.items()}),
+                           json.dumps(TEXTS)], capture_output=True, text=True, cwd=REPO, timeout=1800,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert proc.returncode == 0 and line, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return folders, json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_vllm_on_cpu_generates_from_the_models_own_ids(vllm_runs, arch):
+    """vLLM on CPU (opt-in, LMAUDIT_VLLM_PYTHON) with each architecture and its family's real tokenizer: the prompt
+    ids are the tokenizer file's, BOS/EOS/pad the family's in the backend and in the engine, no chat template, and
+    the greedy continuation is greedy under the model (oracle: transformers recomputing the whole sequence)."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer
+
+    folders, runs = vllm_runs
+    got = runs[arch]
+    if "error" in got:
+        pytest.skip(f"vLLM on CPU cannot run {arch}: {got['error'][:300]}")
+    _, _, _, bos, eos = ARCHITECTURES[arch]
+    real = Tokenizer.from_file(str(folders[arch] / "tokenizer.json"))
+    assert got["ids"] == [real.encode(t, add_special_tokens=False).ids for t in TEXTS]
+    assert got["prompts"] == [[bos, *ids] for ids in got["ids"]]
+    pad = transformers.AutoTokenizer.from_pretrained(str(folders[arch])).pad_token_id
+    assert (got["bos"], got["eos"], got["engine_eos"]) == (bos, eos, eos)
+    assert got["pad"] == got["engine_pad"] == pad
+    assert not got["template"]
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(folders[arch]), dtype=torch.float32).eval()
+    for prompt, new in zip(got["prompts"], got["outs"]):
+        assert 1 <= len(new) <= 6 and eos not in new
+        ids = list(prompt)
+        for t in new:  # each step's token is the argmax of the model's logits, up to float32 kernel differences
+            with torch.inference_mode():
+                logits = model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+            assert float(logits.max() - logits[t]) < 1e-4, (arch, t, int(logits.argmax()))
+            ids.append(t)
