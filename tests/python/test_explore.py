@@ -378,6 +378,7 @@ def test_report_links_into_the_explorer(warehouse, tmp_path) -> None:
     assert "files</a>" not in section  # no static export in <warehouse>/explore yet
 
 
+@pytest.mark.slow
 def test_startup_without_the_mart_aggregates_at_start(tmp_path) -> None:
     """A warehouse built without fct_explore_generations (an older build, or a --select that left it out) still
     opens: the explorer aggregates the same rows at start."""
