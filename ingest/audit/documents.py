@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ingest.errors import UserError
 from ingest.index.engine import IndexEngine
 
 DOCUMENT_SCHEMA = pa.schema([
@@ -41,7 +42,11 @@ def corpus_documents(engine: IndexEngine) -> pa.Table:
         try:
             for i in range(n_docs):
                 raw = next(lines, None)
-                rec = json.loads(raw) if raw and raw.strip() else {}
+                try:
+                    rec = json.loads(raw) if raw and raw.strip() else {}
+                except (ValueError, RecursionError):
+                    raise UserError(f"{meta_file}: line {i + 1} is not JSON; the index's metadata is damaged: rebuild "
+                                    "or re-attach it") from None
                 rec = rec if isinstance(rec, dict) else {}
                 meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
                 cols["shard"].append(shard)

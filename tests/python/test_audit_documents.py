@@ -156,3 +156,29 @@ def test_cli_prefix_prompts_come_from_the_set_and_the_tracer_names_its_documents
     # a bad input from the command line: one line, exit 2
     bad = run_cli("audit", "documents", "--corpus", "pub", "--where", "source like", home=home)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_a_damaged_document_record_is_one_line(attached, tmp_path) -> None:
+    import shutil
+
+    from ingest.audit.documents import corpus_documents
+    from ingest.index.engine import IndexEngine
+
+    folder = tmp_path / "copy"
+    shutil.copytree(attached["folders"][0], folder)
+    build_index([attached["root"] / "src0"], str(attached["root"] / "tokenizer.json"), tmp_path / "built",
+                progress=False)
+    for f in folder.iterdir():
+        f.chmod(0o644)
+    shutil.copy(tmp_path / "built" / "lmaudit-index.json", folder / "lmaudit-index.json")
+    engine = IndexEngine(str(folder))
+    try:
+        assert corpus_documents(engine).num_rows == 15
+        meta = folder / "metadata.0"
+        lines = meta.read_bytes().split(b"\n")
+        lines[3] = b"[" + lines[3][1:]  # same length: the offsets stay valid
+        meta.write_bytes(b"\n".join(lines))
+        with pytest.raises(UserError, match=r"metadata.0: line 4 is not JSON"):
+            corpus_documents(engine)
+    finally:
+        engine.close()
