@@ -2,9 +2,11 @@
 
 The steps follow docs/propme-method.md, section 2. One `Tracer` holds an open index and the index tokenizer; it
 can be called from several threads: its lookups are binary searches on the index maps (`IndexEngine.*_bytes`,
-no engine threads), compiled with numba and GIL-free (pure Python, holding the GIL, only where numba cannot
-load); the rest of a trace is Python, so worker processes still scale further than threads. Output rows use
-the lake's column names so the batch runner can write them as they are.
+no engine threads), nv-recall (`nvkernel`) and the normalized tier's ASCII normalization (`tierkernel`) run
+compiled with numba and GIL-free (pure Python, holding the GIL, only where numba cannot load); the rest of a
+trace (windows, decoding, rows: ~75% of its CPU) is Python, so worker processes still scale further than
+threads (BENCHMARKS.md, "Threads and the GIL"). Output rows use the lake's column names so the batch runner
+can write them as they are.
 
 Speed without changing any output (benchmarks/trace_bench.py, BENCHMARKS.md): the generation's ids are
 converted to index bytes once; counts of spans reuse the insertion ranks found in step 2 as search hints;
