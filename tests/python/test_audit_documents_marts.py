@@ -83,7 +83,7 @@ GENS = {
     "v0": ("v", None, "doc one again", 60, [(60, False, [(1, "partial")])]),
     "n0": ("n", None, "doc one in a mixture run", 60, [(60, False, [(1, "partial")])]),
 }
-SETS = {"rh": ([0, 1, 2], "ps_rh"), "other": ([4], None)}
+SETS = {"rh": ([0, 1, 2], "ps_rh"), "other": ([4], None), "all": ([0, 1, 2, 3, 4], None)}
 DOC_IDS = {0: "d0", 1: "d1", 2: None, 3: "d3", 4: "d4"}  # doc 2 has no id: its prompts name it doc:2
 
 
@@ -242,7 +242,8 @@ def _interval(reps: np.ndarray) -> tuple[float | None, float | None]:
 
 def test_intervals_match_an_independent_bootstrap(built: Path) -> None:
     got = rows(built, "select * from int_document_set_bootstrap where attack_run_id is not null")
-    assert len(got) == (1 + 3) * 3 * 2 + (1 + 1) * 3 * 2  # rh: set + 3 docs, other: set + 1 doc; 3 metrics, runs u, g
+    # rh: set + 3 docs, other: set + 1 doc, all: set + 5 docs; 3 metrics, runs u and g
+    assert len(got) == (1 + 3) * 3 * 2 + (1 + 1) * 3 * 2 + (1 + 5) * 3 * 2
     members = {s: set(d) for s, (d, _ps) in SETS.items()}
     for r in got:
         docs = members[r["document_set"]] if r["doc_ix"] is None else {r["doc_ix"]}
@@ -260,6 +261,18 @@ def test_intervals_match_an_independent_bootstrap(built: Path) -> None:
 def test_corpus_attack_counts_targeted_extraction_only_for_prefixes_from_the_set(built: Path) -> None:
     got = rows(built, "select * from fct_document_set_propensity where document_set = 'other' and propensity_run_id != 'v'")
     assert got and all(r["attack_run_id"] == "pc" and r["te_generations"] == 0 and r["te"] is None for r in got)
+
+
+def test_a_set_of_every_document_gives_the_per_run_metrics(built: Path) -> None:
+    """Every retrieved document is in the set `all`: its f_p and f_c are the runs' own R20, R50 and FMR of
+    fct_setting_metrics (another model chain over the same lake), and te of the corpus attack its own te."""
+    per_run = {(r["run_id"], r["metric"]): r["value"] for r in rows(built, "select * from fct_setting_metrics")}
+    got = rows(built, "select * from fct_document_set_propensity where document_set = 'all' and attack_run_id = 'pc'")
+    assert {r["propensity_run_id"] for r in got} == {"u", "g"}
+    for r in got:
+        assert close(r["f_p"], per_run[(r["propensity_run_id"], r["metric"])]), r
+        assert close(r["f_c"], per_run[("pc", r["metric"])]), r
+        assert r["te_generations"] == 2 and close(r["te"], per_run[("pc", "te")]), r
 
 
 def test_report_section_shows_each_set(built: Path) -> None:
@@ -281,7 +294,7 @@ def test_explorer_filters_generations_by_document_set(built: Path) -> None:
 
     explorer = Explorer(built)
     try:
-        assert explorer.facets()["document_sets"] == ["other", "rh"]
+        assert explorer.facets()["document_sets"] == ["all", "other", "rh"]
         page = explorer.generations(gen_query({"document_set": ["rh"], "size": ["100"]}, 50))
         # every generation with a span from documents 0-2, of any run (the mixture run n too), degenerate or not
         assert {r["generation_id"] for r in page.rows} == {
