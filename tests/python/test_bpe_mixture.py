@@ -195,6 +195,7 @@ def test_merge_log_prefix_equals_a_replay_of_fewer_merges(toy) -> None:
     assert n == 51
 
 
+@pytest.mark.slow
 def test_held_out_text_recovers_the_mixture_with_an_interval(toy) -> None:
     tok = load_bpe(toy["path"])
     refs = refs_of({d: toy["docs"][d][100:] for d in LETTERS})
@@ -264,18 +265,24 @@ def test_cli_writes_the_estimate_and_the_marts_glue_shows_it(toy, tmp_path) -> N
     assert [r["domain"] for r in sorted(rows, key=lambda r: r["domain"])] == ["a", "b", "c"]
     assert {r["model"] for r in rows} == {"toy-model"} and sum(r["estimate"] for r in rows) == pytest.approx(1)
     params = json.loads(rows[0]["params"])
-    assert params["pair_slack"] is True and params["max_merges"] == 300
+    assert params["pair_slack"] is True and params["method"] == "noise" and params["max_merges"] is None
+    assert params["merges_chosen"] in params["merge_grid"]
     res = CliRunner().invoke(app, ["--warehouse", str(home), "mixture", "tokenizer", "--tokenizer", str(toy["path"]),
                                    "--reference", str(ref), "--model", "toy-model", "--n-boot", "0",
-                                   "--max-merges", "0", "--step-slack-only"])
+                                   "--max-merges", "0", "--step-slack-only", "--method", "paper"])
     assert res.exit_code == 0, res.output
     again = Lake(home).read("tokenizer_mixture_estimates").to_pylist()
     params = json.loads(again[0]["params"])
-    assert params["pair_slack"] is False and params["max_merges"] is None and len(again) == 3  # replaced
+    assert params["pair_slack"] is False and params["max_merges"] == 0 and len(again) == 3  # replaced
+    assert params["method"] == "paper"
     mart = with_tokenizer_estimates(ESTIMATES_SCHEMA.empty_table(), Lake(home).read("runs"),
                                     Lake(home).read("tokenizer_mixture_estimates")).to_pylist()
     assert {r["estimator"] for r in mart} == {"bpe_merges"} and {r["model"] for r in mart} == {"toy-model"}
+    assert {json.loads(r["diagnostics"])["method"] for r in mart} == {"paper"}
     assert all(r["run_id"] is None and r["n_reference"] > 0 for r in mart)
     bad = CliRunner().invoke(app, ["--warehouse", str(home), "mixture", "tokenizer", "--tokenizer",
                                    str(tmp_path / "nowhere")])
     assert isinstance(bad.exception, UserError) and "no tokenizer.json" in str(bad.exception)
+    bad = CliRunner().invoke(app, ["--warehouse", str(home), "mixture", "tokenizer", "--tokenizer", str(toy["path"]),
+                                   "--reference", str(ref), "--method", "magic"])
+    assert isinstance(bad.exception, UserError) and "unknown bpe_merges method 'magic'" in str(bad.exception)

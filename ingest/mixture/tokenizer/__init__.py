@@ -8,18 +8,20 @@ Inference: What do BPE tokenizers reveal about their training data?").
 
 Pieces: `loading` (the merge list, the tokenizer's own word splitter, initial symbols), `counting` (one
 incremental replay of the merges over the reference words, as a log of pair-count events), `solve` (the LP
-with lazily added constraints, HiGHS), `estimate` (word tables, the bootstrap over documents), `store` (the
-lake rows of `tokenizer_mixture_estimates`).
+with lazily added constraints), `highs` (one HiGHS model kept across the lazy rounds), `noise` (each
+constraint's bootstrap standard error), `methods` (the registry: `paper`, `noise`), `estimate` (word tables,
+the bootstrap over documents), `store` (the lake rows of `tokenizer_mixture_estimates`).
 """
 
 from ingest.mixture.tokenizer.counting import MergeLog, brute_force_counts, merge_word, pair_counts, replay
 from ingest.mixture.tokenizer.estimate import (ReferenceText, TokenizerMixture, WordTable,
                                                estimate_tokenizer_mixture, word_table)
 from ingest.mixture.tokenizer.loading import BpeTokenizer, load_bpe
+from ingest.mixture.tokenizer.methods import DEFAULT_METHOD, METHODS, MixtureMethod, get_method
 from ingest.mixture.tokenizer.solve import CountReplay, LpSolution, per_byte, solve_lp, solve_mixture
 
 __all__ = [
-    "BpeTokenizer", "CountReplay", "LpSolution", "MergeLog", "ReferenceText", "TokenizerMixture", "WordTable",
+    "BpeTokenizer", "CountReplay", "DEFAULT_METHOD", "METHODS", "MixtureMethod", "get_method", "LpSolution", "MergeLog", "ReferenceText", "TokenizerMixture", "WordTable",
     "brute_force_counts", "estimate_tokenizer_mixture", "load_bpe", "merge_word", "pair_counts", "per_byte",
     "replay", "solve_lp", "solve_mixture", "word_table",
 ]

@@ -2,7 +2,7 @@
 
 Reference documents are cut into words once (the tokenizer's own normaliser and pre-tokenizer), the merges
 are replayed once on the distinct words (`counting.replay`), and every estimate, point or bootstrap
-replicate, only re-weights the words: a replicate resamples the documents of each domain with replacement
+replicate, only re-weights the words (which method turns them into a mixture: `methods.METHODS`): a replicate resamples the documents of each domain with replacement
 (seeded), which changes the word frequencies and nothing else. The estimate is a share of *bytes* of the
 tokenizer's training text per domain (pair counts are compared per byte of reference text).
 """
@@ -12,14 +12,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from ingest.errors import UserError
 from ingest.mixture.tokenizer.counting import MergeLog, replay
 from ingest.mixture.tokenizer.loading import BpeTokenizer
-from ingest.mixture.tokenizer.solve import LpSolution, per_byte, solve_mixture
+from ingest.mixture.tokenizer.methods import DEFAULT_METHOD, MethodInput, get_method
+from ingest.mixture.tokenizer.solve import LpSolution, per_byte
 
 
 @dataclass(frozen=True)
@@ -89,49 +90,56 @@ class TokenizerMixture:
     seconds: float
     tokenizer_sha256: str
     params: dict = field(default_factory=dict)
+    method: str = DEFAULT_METHOD
 
 
-def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText], *, max_merges: int | None = None,
-                               n_boot: int = 100, seed: int = 0, level: float = 0.95, top_k: int = 5,
-                               log: MergeLog | None = None, pair_slack: bool = True) -> TokenizerMixture:
-    """Point estimate (all reference documents) and a percentile bootstrap interval over documents.
-    `pair_slack`: the paper's LP, with a slack per pair as well as per merge step (`solve.solve_mixture`).
-    `max_merges` None = all: with pair slack an LP over thousands of merges takes minutes, and late merges are
-    near-ties that add noise rather than signal on small tokenizers; the CLI passes 300."""
+def bootstrap_replicates(table: WordTable, seed: int) -> "Callable[[int], list[np.ndarray]]":
+    """A seeded stream of bootstrap replicates: each call returns the next n frequency tables (per million
+    bytes), the reference documents of each domain resampled with replacement."""
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(table.doc_domain == i) for i in range(len(table.domains))]
+
+    def draw(n: int) -> list[np.ndarray]:
+        out = []
+        for _ in range(n):
+            weight = np.zeros(table.doc_domain.shape[0])
+            for g in groups:
+                np.add.at(weight, g[rng.integers(0, g.size, g.size)], 1.0)
+            out.append(per_byte(table.freqs(weight), table.word_bytes))
+        return out
+
+    return draw
+
+
+def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText], *, method: str = DEFAULT_METHOD,
+                               max_merges: int | None = None, n_boot: int = 100, seed: int = 0,
+                               level: float = 0.95, top_k: int = 5, log: MergeLog | None = None,
+                               pair_slack: bool = True) -> TokenizerMixture:
+    """Point estimate and interval of the `method` in `methods.METHODS` (default: the noise-weighted LP).
+    `max_merges` None = the method's default (paper: the first 300; noise: chosen from the data), 0 = all.
+    `pair_slack`: the paper's slack per pair as well as per merge step (`solve.solve_mixture`). `log`: a replay
+    of the merges over this table's words, to reuse (benchmarks)."""
     t0 = time.perf_counter()
+    spec = get_method(method)
     docs = [d for d in docs if d.text]
     table = word_table(tok, docs)
     if len(table.domains) < 1:
         raise UserError("no reference documents: import some (`lmaudit reference import`) or pass --reference")
-    merges = tok.merges if max_merges is None else tok.merges[:max(0, int(max_merges))]
     if log is None:
-        log = replay(table.symbols, merges, tok.merged)
-    point = solve_mixture(log, per_byte(table.freqs(), table.word_bytes), top_k=top_k, pair_slack=pair_slack)
-
-    rng = np.random.default_rng(seed)
+        log = replay(table.symbols, tok.merges, tok.merged)
+    res = spec.run(MethodInput(log=log, freqs=per_byte(table.freqs(), table.word_bytes),
+                               replicates=bootstrap_replicates(table, seed), n_boot=n_boot, level=level,
+                               top_k=top_k, pair_slack=pair_slack, max_merges=max_merges))
     groups = [np.flatnonzero(table.doc_domain == i) for i in range(len(table.domains))]
-    reps, failed = [], 0
-    for _ in range(n_boot):
-        weight = np.zeros(table.doc_domain.shape[0])
-        for g in groups:
-            np.add.at(weight, g[rng.integers(0, g.size, g.size)], 1.0)
-        try:
-            sol = solve_mixture(log, per_byte(table.freqs(weight), table.word_bytes), top_k=top_k, start=point.alpha,
-                                pair_slack=pair_slack, seed_keys=point.keys)
-            reps.append(sol.alpha)
-        except (RuntimeError, ValueError):
-            failed += 1
-    if reps:
-        lo, hi = np.percentile(np.vstack(reps), [100 * (1 - level) / 2, 100 * (1 + level) / 2], axis=0)
-    else:
-        lo = hi = np.full(len(table.domains), np.nan)
     n_docs = {d: int(g.size) for d, g in zip(table.domains, groups)}
     freqs = table.freqs()
     n_bytes = {d: int(table.word_bytes @ freqs[:, i]) for i, d in enumerate(table.domains)}
-    params = {"max_merges": max_merges, "top_k": top_k, "pair_slack": pair_slack, "n_boot": n_boot, "seed": seed,
-              "ci_level": level,
-              "basis": "bytes", "resample": "reference documents within each domain"}
-    return TokenizerMixture(domains=table.domains, estimate=point.alpha, ci_low=lo, ci_high=hi, n_docs=n_docs,
-                            n_bytes=n_bytes, n_merges_used=log.n_steps, n_merges_total=len(tok.merges),
-                            solution=point, n_boot=n_boot, n_boot_failed=failed, seed=seed, level=level,
-                            seconds=time.perf_counter() - t0, tokenizer_sha256=tok.sha256, params=params)
+    params = {"method": spec.name, "max_merges": max_merges, "top_k": top_k, "pair_slack": pair_slack,
+              "n_boot": n_boot, "seed": seed, "ci_level": level, "basis": "bytes",
+              "resample": "reference documents within each domain", **res.params}
+    return TokenizerMixture(domains=table.domains, estimate=res.estimate, ci_low=res.ci_low, ci_high=res.ci_high,
+                            n_docs=n_docs, n_bytes=n_bytes, n_merges_used=res.n_merges_used,
+                            n_merges_total=len(tok.merges), solution=res.solution, n_boot=n_boot,
+                            n_boot_failed=res.n_boot_failed, seed=seed, level=level,
+                            seconds=time.perf_counter() - t0, tokenizer_sha256=tok.sha256, params=params,
+                            method=spec.name)

@@ -32,6 +32,7 @@ def with_tokenizer_estimates(estimates: pa.Table, runs: Any, tokenizer: Any) -> 
         diagnostics = {k: r.get(k) for k in ("objective", "n_constraints", "n_merges_used", "n_merges_total",
                                              "reference_bytes", "tokenizer", "tokenizer_sha256",
                                              "reference_source")}
+        diagnostics["method"] = json.loads(r["params"] or "{}").get("method", "paper")
         rows.append(dict(
             run_id=None, classifier_id=None, classifier_name=None, estimator=ESTIMATOR, domain=r["domain"],
             domain_index=order[r["model"]].index(r["domain"]), estimate=r["estimate"], ci_low=r["ci_low"],

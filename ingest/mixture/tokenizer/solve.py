@@ -25,6 +25,7 @@ pass costs one vector comparison per step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,44 +85,71 @@ class CountReplay:
 
     def violations(self, alpha: np.ndarray, slack: np.ndarray, top_k: int, tol: float,
                    seen: set[tuple[int, int]], scale: np.ndarray | None = None,
-                   pair_slack: np.ndarray | None = None) -> tuple[list[int], list[int], list[np.ndarray]]:
+                   pair_slack: np.ndarray | None = None, noise: Any = None
+                   ) -> tuple[list[int], list[int], list[np.ndarray]]:
         """Constraints (step, pair, row) violated at (alpha, slack, pair_slack) and not in `seen`: at most
-        `top_k` per step, the most violated first; rows are divided by `scale[t]` (default 1). `seen` is
-        updated. `pair_slack` (n_pairs,) is u_p; None = no pair slack."""
+        `top_k` per step, the most violated first; rows are divided by `scale[t]` (default 1), or, with
+        `noise`, by each constraint's own bootstrap standard error (`noise.NoiseScale`). `seen` is updated.
+        `pair_slack` (n_pairs,) is u_p; None = no pair slack."""
         steps, pairs, rows = [], [], []
         zero = np.zeros(self.n)
+        noisy = noise.replay.states(noise.weights) if noise is not None else None
         for t, C, w in self.states(alpha):
+            Cn = next(noisy)[1] if noisy is not None else None
             if t == self.log.n_steps:
                 break
             m = int(self.log.merge_pair[t])
             wm = w[m] if m >= 0 else 0.0
-            st = 1.0 if scale is None else scale[t]
-            excess = w if pair_slack is None else w - pair_slack * st
-            idx = np.flatnonzero(excess > wm + (slack[t] + tol) * st)
+            if noise is None:
+                st = 1.0 if scale is None else scale[t]
+                excess = w if pair_slack is None else w - pair_slack * st
+                idx = np.flatnonzero(excess > wm + (slack[t] + tol) * st)
+                div = np.full(idx.size, st)
+                excess = excess[idx]
+            else:  # in standard errors: (w_p - w_m) / se_tp - u_p > v_t; only w_p > w_m can be violated
+                idx = np.flatnonzero(w > wm + tol)
+                idx = idx[idx != m]
+                div = noise.se(Cn, idx, m, t)
+                excess = (w[idx] - wm) / div - (0.0 if pair_slack is None else pair_slack[idx])
+                keep = excess > slack[t] + tol
+                idx, div, excess = idx[keep], div[keep], excess[keep]
             if idx.size:
                 if idx.size > top_k:
-                    idx = idx[np.argpartition(-excess[idx], top_k - 1)[:top_k]]
+                    pick = np.argpartition(-excess, top_k - 1)[:top_k]
+                    idx, div = idx[pick], div[pick]
                 cm = C[m] if m >= 0 else zero
-                for p in idx.tolist():
+                for p, d in zip(idx.tolist(), div.tolist()):
                     if (t, p) not in seen:
                         seen.add((t, p))
                         steps.append(t)
                         pairs.append(p)
-                        rows.append((C[p] - cm) / st)
+                        rows.append((C[p] - cm) / d)
         return steps, pairs, rows
 
-    def rows_for(self, keys: list[tuple[int, int]], scale: np.ndarray | None = None) -> list[np.ndarray]:
-        """The constraint rows of the given (step, pair) keys under these counts (in the order given)."""
+    def rows_for(self, keys: list[tuple[int, int]], scale: np.ndarray | None = None,
+                 noise: Any = None) -> list[np.ndarray]:
+        """The constraint rows of the given (step, pair) keys under these counts (in the order given), divided
+        as in `violations`."""
         want: dict[int, list[int]] = {}
         for i, (t, _) in enumerate(keys):
             want.setdefault(t, []).append(i)
         out: list[np.ndarray] = [np.zeros(self.n)] * len(keys)
         zero = np.zeros(self.n)
+        noisy = noise.replay.states(noise.weights) if noise is not None else None
         for t, C, _ in self.states(np.full(self.n, 1.0 / self.n)):
-            for i in want.get(t, ()):
-                m = int(self.log.merge_pair[t])
-                st = 1.0 if scale is None else scale[t]
-                out[i] = (C[keys[i][1]] - (C[m] if m >= 0 else zero)) / st
+            Cn = next(noisy)[1] if noisy is not None else None
+            if t not in want:
+                continue
+            m = int(self.log.merge_pair[t])
+            ix = want[t]
+            ps = np.array([keys[i][1] for i in ix], dtype=np.int64)
+            if noise is not None:
+                div = noise.se(Cn, ps, m, t)
+            else:
+                div = np.full(len(ix), 1.0 if scale is None else scale[t])
+            cm = C[m] if m >= 0 else zero
+            for i, p, d in zip(ix, ps.tolist(), div.tolist()):
+                out[i] = (C[p] - cm) / d
         return out
 
     def all_constraints(self) -> tuple[list[int], list[int], list[np.ndarray]]:
@@ -190,55 +218,59 @@ def solve_lp(steps: list[int], rows: list[np.ndarray], n: int, n_steps: int, pai
     return alpha, slack, u, float(res.fun)
 
 
-def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter: int = 100, tol: float = 1e-6,
+def solve_mixture(log: MergeLog, freqs: np.ndarray, *, top_k: int = 5, max_iter: int = 500, tol: float = 1e-6,
                   start: np.ndarray | None = None, relative: bool = False, pair_slack: bool = True,
-                  seed_keys: "tuple | list" = ()) -> LpSolution:
+                  seed_keys: "tuple | list" = (), noise: Any = None) -> LpSolution:
     """The LP over all merges of `log` with lazily added constraints; `freqs` (words x domains) are the
     word frequencies of each domain's reference text, already scaled per million bytes (see `per_byte`).
     `start` is the first alpha to look for violations at (default: uniform). `relative` divides step t's
     constraints by its top pair count, so every step weighs the same whatever its counts. `pair_slack`: the
     paper's u_p (see the module docstring); False = slack per step only. `seed_keys`: (step, pair)
     constraints to start from (another solution's `keys`: a bootstrap replicate then needs a round or two
-    instead of dozens); the optimum does not depend on them."""
+    instead of dozens); the optimum does not depend on them. `noise`: divide every constraint by its bootstrap
+    standard error (`noise.NoiseScale`), so a violation costs its size in standard errors. One HiGHS model is
+    kept across the rounds (`highs.WarmLp`) and re-solved from its last basis."""
+    from ingest.mixture.tokenizer.highs import WarmLp
+
     n = freqs.shape[1]
     replay = CountReplay(log, freqs)
-    scale = replay.top_counts() if relative else None
+    scale = replay.top_counts() if relative and noise is None else None
     alpha = np.full(n, 1.0 / n) if start is None else np.asarray(start, dtype=float)
     slack = np.zeros(log.n_steps)
     u = np.zeros(log.n_pairs) if pair_slack else None
-    u_found: dict = {}
-    steps: list[int] = []
-    pairs: list[int] = []
-    rows: list[np.ndarray] = []
+    lp = WarmLp(n, pair_slack)
+    keys: list[tuple[int, int]] = []
     seen: set[tuple[int, int]] = set()
     objective, status, it = 0.0, "max_iter", 0
+
+    def solve(new_steps: list[int], new_pairs: list[int], new_rows: list[np.ndarray]):
+        lp.add(new_steps, new_pairs, new_rows)
+        keys.extend(zip(new_steps, new_pairs))
+        a, v, found, obj = lp.solve(log.n_steps)
+        if u is not None:
+            u[:] = 0.0
+            if found:
+                u[np.fromiter(found.keys(), dtype=np.int64)] = np.fromiter(found.values(), dtype=float)
+        return a, v, found, obj
+
+    u_found: dict = {}
     if seed_keys:
-        keys = [(int(t), int(p)) for t, p in seed_keys if int(t) < log.n_steps]
-        seen.update(keys)
-        steps, pairs = [t for t, _ in keys], [p for _, p in keys]
-        rows = replay.rows_for(keys, scale)
-        alpha, slack, u_found, objective = solve_lp(steps, rows, n, log.n_steps, pairs if pair_slack else None)
-        if u is not None and u_found:
-            u[np.fromiter(u_found.keys(), dtype=np.int64)] = np.fromiter(u_found.values(), dtype=float)
+        seeds = [(int(t), int(p)) for t, p in seed_keys if int(t) < log.n_steps]
+        seen.update(seeds)
+    if seed_keys and seeds:
+        alpha, slack, u_found, objective = solve([t for t, _ in seeds], [p for _, p in seeds],
+                                                 replay.rows_for(seeds, scale, noise))
     for it in range(1, max_iter + 1):
-        new_steps, new_pairs, new_rows = replay.violations(alpha, slack, top_k, tol, seen, scale, u)
+        new_steps, new_pairs, new_rows = replay.violations(alpha, slack, top_k, tol, seen, scale, u, noise)
         if not new_rows:
             status = "optimal"
             it -= 1
             break
-        steps += new_steps
-        pairs += new_pairs
-        rows += new_rows
-        alpha, slack, u_found, objective = solve_lp(steps, rows, n, log.n_steps, pairs if pair_slack else None)
-        if u is not None:
-            u[:] = 0.0
-            if u_found:
-                u[np.fromiter(u_found.keys(), dtype=np.int64)] = np.fromiter(u_found.values(), dtype=float)
-    if not rows:  # nothing was ever violated: every alpha fits; keep the start (uniform) and say so
+        alpha, slack, u_found, objective = solve(new_steps, new_pairs, new_rows)
+    if not keys:  # nothing was ever violated: every alpha fits; keep the start (uniform) and say so
         status = "unconstrained"
-    return LpSolution(alpha=alpha, slack=slack, objective=objective, n_constraints=len(rows), iterations=it,
-                      status=status, pair_slack={k: v for k, v in u_found.items() if v > 0},
-                      keys=tuple(zip(steps, pairs)))
+    return LpSolution(alpha=alpha, slack=slack, objective=objective, n_constraints=len(keys), iterations=it,
+                      status=status, pair_slack={k: v for k, v in u_found.items() if v > 0}, keys=tuple(keys))
 
 
 def per_byte(freqs: np.ndarray, word_bytes: np.ndarray) -> np.ndarray:
