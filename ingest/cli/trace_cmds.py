@@ -48,7 +48,7 @@ def trace(
                                                      "prompt + true continuation for source duplication).")] = None,
     mode: Annotated[str, typer.Option(help="mixed (default) or text span filter.")] = "mixed",
     workers: Annotated[int, typer.Option(help="Worker processes (each opens the index once).")] = 1,
-    threads: Annotated[int, typer.Option(help="Threads per worker sharing its index. They help little (1.0-1.3x for 2: only the search releases the GIL); use --workers to scale.")] = 1,
+    threads: Annotated[int, typer.Option(help="Threads per worker sharing its index. They help little: the searches, nv-recall and the normalized-tier check release the GIL, the rest (document windows, span rows) holds it, so 2 threads give at most ~1.13x; use --workers to scale.")] = 1,
     batch_size: Annotated[int, typer.Option(help="Generations per lake partition (the unit of resuming).")] = 64,
     seed: Annotated[int, typer.Option(help="Document-sampling seed.")] = 0,
     nv_variant: Annotated[str, typer.Option(help="adaptive (default) or fixed nv-recall parameters.")] = "adaptive",
