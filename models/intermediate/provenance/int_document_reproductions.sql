@@ -1,7 +1,8 @@
 -- One row per (training document, generation, tracing pass): the generation reproduces the document when a
 -- span of at least mid_span_tokens index tokens (var propme_mid_span_tokens) of it was found in the document.
 -- Only a pass's current traces count: `traced_generations` must hold the generation with the hash of its
--- current text (a re-imported run's old spans reproduce nothing). Every run counts, whatever its purpose.
+-- current text (a re-imported run's old spans reproduce nothing). A repetition loop (int_span_loops: a short
+-- pattern repeated, e.g. a banner of '*') reproduces nothing either. Every run counts, whatever its purpose.
 -- A document is (corpus_key, doc_ix): the pass's corpus, or its index folders when it traced --index ones.
 with
 
@@ -47,6 +48,12 @@ runs as (
 
 ),
 
+loop_spans as (
+
+    select * from {{ ref('int_span_loops') }}
+
+),
+
 current_traces as (
 
     select
@@ -83,7 +90,8 @@ pairs as (
     inner join trace_runs on spans.trace_id = trace_runs.trace_id
     inner join current_traces
         on spans.trace_id = current_traces.trace_id and spans.generation_id = current_traces.generation_id
-    where spans.length >= params.mid_span_tokens
+    left join loop_spans on spans.span_id = loop_spans.span_id
+    where spans.length >= params.mid_span_tokens and not coalesce(loop_spans.is_loop, false)
 
 ),
 
