@@ -10,8 +10,9 @@ Two libraries, no hand-written licence patterns:
   threshold 0): a code file whose first 30 lines are an Apache header is covered ~5%, and that header is its
   licence. `coverage` says how much of the text the matched regions cover (1.0: a licence file).
 
-ScanCode itself was measured and not chosen (docs/provenance.md): a 126 MB wheel with 75 packages, against
-1.7 MB and no dependencies here, for the same answers on the sandbox's licence files.
+ScanCode itself was measured and not chosen (docs/provenance.md, BENCHMARKS.md): a 126 MB wheel with 75
+packages and 1.4 GB of memory, against 1.7 MB with no dependencies here; the two agree on 137 of the tiny
+sandbox's 144 documents, at 92x the CPU for ScanCode.
 """
 
 from __future__ import annotations
