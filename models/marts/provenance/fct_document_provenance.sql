@@ -37,7 +37,7 @@ by_document as (
         list(distinct model order by model) as models,
         list(distinct setting order by setting) as settings,
         count(distinct generation_id) as n_generations,
-        list(distinct generation_id order by generation_id) as generation_ids,
+        list(distinct generation_id order by generation_id)[1:100] as generation_ids,
         sum(n_spans) as n_spans,
         max(longest_span) as longest_span,
         first(run_id order by longest_span desc, generation_id asc) as longest_span_run_id,
