@@ -76,6 +76,8 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-robustness", action="store_true")
+    ap.add_argument("--method", default="paper", help="bpe_merges method (its BENCHMARKS.md tables were measured with paper; "
+                                                      "benchmarks/tokenizer_mixture_noise.py compares both)")
     ap.add_argument("--slack", choices=["pair", "step"], default="pair",
                     help="the paper's LP (slack per step and per pair) or per step only (the 2026-12-02 table)")
     args = ap.parse_args()
@@ -105,8 +107,8 @@ def main() -> None:
             for merges in (args.merges if per_domain != "oracle" else [0]):
                 n_boot = args.n_boot if merges == args.merges[0] and per_domain != "oracle" else 0
                 t0 = time.perf_counter()
-                est = estimate_tokenizer_mixture(tok, refs, max_merges=merges or None, n_boot=n_boot, seed=args.seed,
-                                                 pair_slack=args.slack == "pair")
+                est = estimate_tokenizer_mixture(tok, refs, method=args.method, max_merges=merges, n_boot=n_boot,
+                                                 seed=args.seed, pair_slack=args.slack == "pair")
                 mae_b, oa_b = errors(est.domains, est.estimate, tr["bytes"])
                 mae_d, oa_d = errors(est.domains, est.estimate, tr["docs"])
                 tb = np.array([tr["bytes"][d] for d in est.domains])
@@ -128,8 +130,8 @@ def main() -> None:
         refs = [ReferenceText(d.domain, d.text, d.id) for d in sets[0][1]]
         for missing in sorted(tr["bytes"]):
             keep = [r for r in refs if r.domain != missing]
-            e2 = estimate_tokenizer_mixture(tok, keep, max_merges=args.merges[0] or None, n_boot=0, seed=args.seed,
-                                            pair_slack=args.slack == "pair")
+            e2 = estimate_tokenizer_mixture(tok, keep, method=args.method, max_merges=args.merges[0], n_boot=0,
+                                            seed=args.seed, pair_slack=args.slack == "pair")
             m2, o2 = errors(e2.domains, e2.estimate, {d: tr["bytes"][d] for d in e2.domains})
             rob = dict(mixture=mix, per_domain=sets[0][0], missing=missing, missing_share=tr["bytes"][missing],
                        mae_bytes_rest=m2, oa_bytes_rest=o2, objective=e2.solution.objective,

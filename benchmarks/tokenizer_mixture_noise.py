@@ -111,7 +111,8 @@ def main() -> None:
                            spread=est.params.get("spread_by_merges"))
                 results.append(row)
                 print(json.dumps(row), flush=True)
-            (args.out / "noise_results.json").write_text(json.dumps(results, indent=1))
+            (args.out / ("noise_results-only.json" if args.only else "noise_results.json")).write_text(
+                json.dumps(results, indent=1))
     load1 = Path("/proc/loadavg").read_text().split()[:3]
     print(f"\nload average before {' '.join(load0)}, after {' '.join(load1)}; {time.perf_counter() - t_all:.0f}s; "
           f"{os.cpu_count()} CPUs; --n-boot {args.n_boot}, level {args.level}\n")
