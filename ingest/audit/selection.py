@@ -43,9 +43,10 @@ def default_name(file: Path | None, where: str | None) -> str:
 
 
 def read_ids(file: Path) -> list[str]:
-    """One document id a line; blank lines and lines starting with # are skipped; order kept, repeats dropped."""
+    """One document id a line; blank lines and lines starting with # are skipped; order kept, repeats dropped. A
+    byte order mark (Notepad's and Excel's 'UTF-8') is not part of the first id."""
     try:
-        text = Path(file).read_text(encoding="utf-8")
+        text = Path(file).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise UserError(f"id file {file} not found; give a file with one document id a line") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -404,3 +404,76 @@ def test_lake_reads_and_staging_do_not_wait_for_a_build_behind_another_import(tm
     assert waited < 2, f"a read and a staging waited {waited:.1f} s for the build"
     assert rows == 1  # the state the build reads: the import becomes visible after it
     assert Lake(home).read("runs").num_rows == 2 and imp.returncode == 0
+
+
+# ----------------------------------------------------------------- review of `lmaudit audit documents` (issue 30)
+def _audit_documents_table(ids: list[str | None]):
+    import pyarrow as pa
+
+    from ingest.audit.documents import DOCUMENT_SCHEMA
+
+    n = len(ids)
+    return pa.Table.from_pydict({"shard": [0] * n, "doc_ix": list(range(n)), "doc_id": ids, "source": [None] * n,
+                                 "domain": [None] * n, "path": [None] * n, "linenum": [None] * n,
+                                 "metadata": [None] * n}, schema=DOCUMENT_SCHEMA)
+
+
+def test_audit_id_file_saved_with_a_byte_order_mark_selects_its_first_id(tmp_path: Path) -> None:
+    """An id file written by Windows Notepad / Excel 'UTF-8' starts with a byte order mark (and ends lines with CRLF):
+    the first id was read as '\\ufeffpkgA/file3.py' and refused as 'not a document of the corpus'."""
+    from ingest.audit.selection import by_ids, read_ids
+
+    ids = tmp_path / "mine.txt"
+    ids.write_bytes("pkgA/file3.py\r\ndoc:2\r\n\r\npkgA/file3.py\r\n".encode("utf-8-sig"))
+    assert read_ids(ids) == ["pkgA/file3.py", "doc:2"]
+    picked = by_ids(_audit_documents_table(["x", "pkgA/file3.py", None, "y"]), read_ids(ids), ids)
+    assert picked.column("doc_ix").to_pylist() == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def audit_partly_traced(tmp_path_factory) -> Path:
+    """The hand-built lake of tests/python/test_audit_documents_marts.py, plus one generation of the propensity run u
+    and one of the set's attack run a that no pass traced (an interrupted trace, or generations added after it)."""
+    from test_audit_documents_marts import SELECT, write_lake
+
+    from ingest.build import build
+
+    home = tmp_path_factory.mktemp("audit_review") / "warehouse"
+    write_lake(home)
+    Lake(home).write("generations", "g_untraced", [
+        {"generation_id": "u9", "run_id": "u", "prompt_id": None, "sample_idx": 90, "text": "not traced yet"},
+        {"generation_id": "a_ap1_9", "run_id": "a", "prompt_id": "ap1", "sample_idx": 91, "text": "not traced"}])
+    result = build(home, vars_="{propme_bootstrap_resamples: 50}", progress=False, select=SELECT)
+    assert result.success, result.failures
+    return home
+
+
+@pytest.mark.slow
+def test_audit_document_set_of_a_partly_traced_run_has_no_value_as_the_per_run_marts(audit_partly_traced) -> None:
+    """A run with untraced generations has no R20/R50/FMR in fct_setting_metrics ('partly traced: ... re-run lmaudit
+    trace'). The document-set marts silently dropped the untraced generations from f_p's (and f_c's) denominator and
+    reported f_p = hits / traced generations, PM and intervals, with no reason: a number over another population
+    than the per-run one, presented as the run's."""
+    from test_audit_documents_marts import rows
+
+    home = audit_partly_traced
+    per_run = {(r["run_id"], r["metric"]): r for r in rows(home, "select * from fct_setting_metrics")}
+    assert per_run[("u", "r20")]["value"] is None and per_run[("u", "r20")]["null_reason"].startswith("partly traced")
+    for mart in ("fct_document_set_propensity", "fct_document_propensity"):
+        got = rows(home, f"select * from {mart} where propensity_run_id = 'u'")
+        assert got
+        for r in got:  # the propensity run is partly traced: no f_p, no PM, a reason naming the run
+            assert r["f_p"] is None and r["f_p_ci_low"] is None and r["pm"] is None and r["pm_ci_low"] is None, r
+            assert r["null_reason"].startswith("partly traced") and "--run u" in r["null_reason"], r
+        # g is fully traced, but rh's attack a is not: f_p stays, f_c, PM and te go, with the attack's reason
+        rh_g = rows(home, f"select * from {mart} where propensity_run_id = 'g' and document_set = 'rh'")
+        assert rh_g and all(r["attack_run_id"] == "a" for r in rh_g)
+        for r in rh_g:
+            assert r["f_c"] is None and r["pm"] is None and r["te"] is None and r["pm_differs_from_neutral"] is None, r
+            assert r["null_reason"].startswith("partly traced") and "--run a" in r["null_reason"], r
+        assert any(r["f_p"] is not None for r in rh_g)
+    # a set whose attack is the fully traced corpus run keeps every number for the fully traced run g
+    other = rows(home, "select * from fct_document_set_propensity where document_set = 'other' and "
+                       "propensity_run_id = 'g'")
+    assert other and all(r["f_p"] is not None and r["f_c"] is not None for r in other)
+    assert not any((r["null_reason"] or "").startswith("partly traced") for r in other)

@@ -11,6 +11,18 @@ pairs as (
 
 ),
 
+pairs_ok as (
+
+    select
+        document_set,
+        propensity_run_id,
+        trace_id,
+        not coalesce(propensity_partly_traced, false) as p_ok,
+        not coalesce(attack_partly_traced, false) as c_ok
+    from pairs
+
+),
+
 bootstrap as (
 
     select * from {{ ref('int_document_set_bootstrap') }}
@@ -65,25 +77,27 @@ final as (
         bootstrap.metric,
         cast(bootstrap.hits_p as bigint) as hits_p,
         cast(bootstrap.n_generations_p as bigint) as n_generations_p,
-        bootstrap.f_p,
-        bootstrap.f_p_ci_low,
-        bootstrap.f_p_ci_high,
+        case when pairs_ok.p_ok then bootstrap.f_p end as f_p,
+        case when pairs_ok.p_ok then bootstrap.f_p_ci_low end as f_p_ci_low,
+        case when pairs_ok.p_ok then bootstrap.f_p_ci_high end as f_p_ci_high,
         cast(bootstrap.hits_c as bigint) as hits_c,
         cast(bootstrap.n_generations_c as bigint) as n_generations_c,
-        bootstrap.f_c,
-        bootstrap.f_c_ci_low,
-        bootstrap.f_c_ci_high,
-        bootstrap.pm,
-        bootstrap.pm_ci_low,
-        bootstrap.pm_ci_high,
-        bootstrap.n_skipped_rounds,
-        bootstrap.pm_ci_low > 0.5 or bootstrap.pm_ci_high < 0.5 as pm_differs_from_neutral,
+        case when pairs_ok.c_ok then bootstrap.f_c end as f_c,
+        case when pairs_ok.c_ok then bootstrap.f_c_ci_low end as f_c_ci_low,
+        case when pairs_ok.c_ok then bootstrap.f_c_ci_high end as f_c_ci_high,
+        case when pairs_ok.p_ok and pairs_ok.c_ok then bootstrap.pm end as pm,
+        case when pairs_ok.p_ok and pairs_ok.c_ok then bootstrap.pm_ci_low end as pm_ci_low,
+        case when pairs_ok.p_ok and pairs_ok.c_ok then bootstrap.pm_ci_high end as pm_ci_high,
+        case when pairs_ok.p_ok and pairs_ok.c_ok then bootstrap.n_skipped_rounds end as n_skipped_rounds,
+        case
+            when pairs_ok.p_ok and pairs_ok.c_ok then bootstrap.pm_ci_low > 0.5 or bootstrap.pm_ci_high < 0.5
+        end as pm_differs_from_neutral,
         coalesce(reproduced.n_documents_reproduced, 0) as n_documents_reproduced,
         cast(bootstrap.te_generations as bigint) as te_generations,
         cast(bootstrap.te_hits as bigint) as te_hits,
-        bootstrap.te,
-        bootstrap.te_ci_low,
-        bootstrap.te_ci_high,
+        case when pairs_ok.c_ok then bootstrap.te end as te,
+        case when pairs_ok.c_ok then bootstrap.te_ci_low end as te_ci_low,
+        case when pairs_ok.c_ok then bootstrap.te_ci_high end as te_ci_high,
         bootstrap.n_resamples,
         bootstrap.seed as bootstrap_seed,
         bootstrap.ci_level,
@@ -94,6 +108,11 @@ final as (
             when bootstrap.pm_ci_low is null then 'every bootstrap round skipped: f_p + f_c = 0 in all rounds'
         end as null_reason
     from pairs
+    inner join pairs_ok
+        on
+            pairs.document_set = pairs_ok.document_set
+            and pairs.propensity_run_id = pairs_ok.propensity_run_id
+            and pairs.trace_id = pairs_ok.trace_id
     inner join sets on pairs.document_set = sets.document_set
     inner join bootstrap
         on
