@@ -1,9 +1,11 @@
 -- One row per (document set, propensity run, tracing pass) and its attack run: the set's own attack (a prefix
 -- run made from the prompts drawn from the set's documents, `lmaudit audit documents --prefix-prompts`) of the
--- same model traced by the same pass; without one, the model's propme prefix run (prefixes from the whole
--- corpus). attack_run_id is NULL, with a reason, when neither exists. A run with generations this pass does not
--- hold from their current text is partly traced: as in fct_setting_metrics, its share has no value (the marts
--- null f_p, or f_c, PM and te, with the reason here) rather than a share of only the traced generations.
+-- same model traced by the same pass; without one, the propme prefix run (prefixes from the whole corpus) that
+-- the per-run marts pair the run with (int_propensity_pairs: same model and corpus, or named in var
+-- propme_capability_pairs). attack_run_id is NULL, with a reason, when neither exists. A run with generations
+-- this pass does not hold from their current text is partly traced: as in fct_setting_metrics, its share has no
+-- value (the marts null f_p, or f_c, PM and te, with the reason here) rather than a share of only the traced
+-- generations.
 with
 
 set_runs as (
@@ -19,10 +21,61 @@ propensity as (
 
 ),
 
+per_run_pairs as (
+
+    select * from {{ ref('int_propensity_pairs') }}
+
+),
+
+set_attacks as (
+
+    select
+        propensity.document_set,
+        propensity.run_id as propensity_run_id,
+        propensity.trace_id,
+        attacks.run_id,
+        attacks.role,
+        attacks.n_generations,
+        attacks.n_traced_generations
+    from set_runs as propensity
+    inner join set_runs as attacks
+        on
+            propensity.document_set = attacks.document_set
+            and propensity.model = attacks.model
+            and propensity.trace_id = attacks.trace_id
+    where propensity.role = 'propensity' and attacks.role = 'set_attack'
+
+),
+
+corpus_attacks as (
+
+    select
+        propensity.document_set,
+        propensity.run_id as propensity_run_id,
+        propensity.trace_id,
+        attacks.run_id,
+        attacks.role,
+        attacks.n_generations,
+        attacks.n_traced_generations
+    from set_runs as propensity
+    inner join per_run_pairs
+        on
+            propensity.run_id = per_run_pairs.propensity_run_id
+            and propensity.trace_id = per_run_pairs.trace_id
+    inner join set_runs as attacks
+        on
+            propensity.document_set = attacks.document_set
+            and per_run_pairs.capability_run_id = attacks.run_id
+            and propensity.trace_id = attacks.trace_id
+    where propensity.role = 'propensity' and attacks.role = 'corpus_attack'
+
+),
+
 attacks as (
 
-    select * from set_runs
-    where role in ('set_attack', 'corpus_attack')
+    select * from set_attacks
+    union all
+    select * from corpus_attacks
 
 ),
 
@@ -50,7 +103,7 @@ ranked as (
     left join attacks
         on
             propensity.document_set = attacks.document_set
-            and propensity.model = attacks.model
+            and propensity.run_id = attacks.propensity_run_id
             and propensity.trace_id = attacks.trace_id
 
 ),

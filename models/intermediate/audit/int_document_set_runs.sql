@@ -3,6 +3,8 @@
 -- generation with the hash of its current text, as for the per-run PropMe metrics. Role: set_attack (a run
 -- generated from the prefix prompts drawn from the set's documents, whatever its purpose), corpus_attack (a
 -- propme run of the capability setting, prefixes from the whole corpus) or propensity (any other propme run).
+-- Another set's attack (its prefixes drawn from that set's documents only) is no run of this set, even when it
+-- was generated with --purpose propme: it is neither a corpus-wide attack nor a propensity run.
 with
 
 params as (
@@ -70,6 +72,13 @@ attack_runs as (
 
 ),
 
+any_set_attacks as (
+
+    select distinct run_id
+    from attack_runs
+
+),
+
 run_sizes as (
 
     select
@@ -125,7 +134,9 @@ final as (
             sets.document_set = attack_runs.document_set
             and runs.run_id = attack_runs.run_id
     left join run_sizes on runs.run_id = run_sizes.run_id
-    where attack_runs.run_id is not null or runs.purpose = 'propme'
+    where
+        attack_runs.run_id is not null
+        or (runs.purpose = 'propme' and runs.run_id not in (select any_set_attacks.run_id from any_set_attacks))
 
 )
 
