@@ -7,7 +7,8 @@ metrics: longest span, full match, near-verbatim recall in index tokens), headli
 `fct_setting_metrics`. At start-up one query copies the summary row per generation that the build wrote
 (`fct_explore_generations`: display order, run, facts, top domain of the retrieved documents, preview; at
 paper scale 200,000 rows) into a temporary table; nothing is aggregated over spans or documents at start
-(only in a warehouse built without that mart, which gets the same rows the slow way). Each page of the
+(only in a warehouse built without that mart, or whose lake changed since the build: an import or a trace with
+no build since; those get the same rows the slow way). Each page of the
 generations table is then a `limit/offset` query on it, so no request ever returns more than one page.
 Spans and documents are read per generation / per span.
 """
@@ -41,6 +42,39 @@ MAX_PAGE_NUMBER = 10**9  # pages past the last one answer zero rows; past this o
 SUMMARY_SQL = """
 create temp table explore_generations as
 select * from fct_explore_generations
+"""
+
+# The mart is what the last build saw; the rest of the explorer (runs, spans, documents) reads the lake's staging views
+# live, and before the mart the generations and their domains were aggregated live at start too. So the mart is used
+# only while it still matches the lake: the same generations (ids, runs, prompts, samples, models, settings) and,
+# for the domains, the same traced (pass, generation, text hash) rows as fct_generation_domains' input_hash
+# (macros/explore_domain_inputs.sql, propme_input_hash). Ids and hashes only, no text: ~20 ms at 200,000
+# generations. A text re-imported under the same ids with no build since keeps the build's preview (its facts,
+# from int_generation_facts, are the build's in either case).
+MART_CURRENT_SQL = """
+with live as (
+    select count(*) as n,
+           coalesce(sum(hash(g.generation_id, g.run_id, g.prompt_id, g.sample_idx, runs.model, runs.setting)), 0) as h
+    from stg_generations as g
+    inner join stg_runs as runs on g.run_id = runs.run_id
+),
+built as (
+    select count(*) as n, coalesce(sum(hash(generation_id, run_id, prompt_id, sample_idx, model, setting)), 0) as h
+    from explore_generations
+),
+live_traced as (
+    select count(*) as n,
+           coalesce(sum(hash(md5(concat_ws('|', coalesce(cast(trace_id as varchar), 'null'),
+                                           coalesce(cast(generation_id as varchar), 'null'),
+                                           coalesce(cast(text_hash as varchar), 'null'))))), 0) as h
+    from stg_traced_generations
+),
+built_domains as (
+    select count(*) as n, coalesce(sum(hash(input_hash)), 0) as h
+    from fct_generation_domains
+)
+select live.n = built.n and live.h = built.h and live_traced.n = built_domains.n and live_traced.h = built_domains.h
+from live, built, live_traced, built_domains
 """
 
 # A warehouse built before the mart existed (or a build that selected only some marts): the same rows aggregated
@@ -199,6 +233,15 @@ class Explorer:
                     raise
                 self.con.execute(SUMMARY_AT_START_SQL)
                 self.summary_source = "aggregated at start"
+            else:
+                try:
+                    (current,) = self.con.execute(MART_CURRENT_SQL).fetchone()
+                except duckdb.CatalogException:  # a build that selected the mart but not fct_generation_domains
+                    current = False
+                if not current:
+                    self.con.execute("drop table explore_generations")
+                    self.con.execute(SUMMARY_AT_START_SQL)
+                    self.summary_source = "aggregated at start (the lake changed since the build)"
         except duckdb.CatalogException as e:
             self.con.close()
             raise UserError(f"the warehouse has no trace marts yet ({str(e).splitlines()[0]}); run `lmaudit build` "

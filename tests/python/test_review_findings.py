@@ -553,3 +553,139 @@ def test_audit_another_sets_targeted_attack_is_never_a_corpus_wide_attack(audit_
         got = rows(home, f"select * from fct_document_set_propensity where document_set = '{s}' and "
                          "propensity_run_id in ('u', 'g')")
         assert got and all((r["attack_run_id"], r["attack_kind"]) == ("pc", "corpus_attack") for r in got), got
+
+
+# ------------------------------------------------------------------ review of fdbd0b5, 3ef8eec (nogil trace kernels), 16865bc (explore mart)
+
+
+@pytest.mark.slow
+def test_explorer_rows_equal_the_aggregate_after_the_lake_changed_since_the_build(tmp_path: Path) -> None:
+    """The explorer copies fct_explore_generations, a snapshot of the last build, while the rest of it (runs,
+    spans, documents) reads the lake's staging views live. Before the mart it aggregated generations and domains
+    live at start. After an import or a trace that no build has followed yet (a new run, a generation traced
+    again), the copied rows were the old ones: the new run was listed with 0 generations and showed none, the
+    re-traced generation kept its old domain. The explorer now checks the mart against the lake (ids, runs, the
+    traced texts: no text is read) and aggregates at start when they differ: the same rows as without the mart."""
+    import hashlib
+
+    from ingest.build import build
+    from ingest.explore.queries import SUMMARY_AT_START_SQL, Explorer
+    from test_explore import write_lake
+
+    home = tmp_path / "warehouse"
+    write_lake(home)
+    res = build(home, select=["+fct_explore_generations"], progress=False)
+    assert res.success, res.failures
+
+    def rows_and_source():
+        ex = Explorer(home)
+        try:
+            got = ex.con.execute("select * from explore_generations order by ordinal").fetchall()
+            ex.con.execute(SUMMARY_AT_START_SQL.replace("create temp table explore_generations",
+                                                        "create temp table want"))
+            want = ex.con.execute("select * from want order by ordinal").fetchall()
+            counts = dict(ex.con.execute("select run_id, count(*) from explore_generations group by all").fetchall())
+            return got, want, ex.summary_source, counts
+        finally:
+            ex.close()
+
+    got, want, source, _ = rows_and_source()
+    assert got == want and source == "fct_explore_generations"  # a fresh build: the mart
+
+    lake = Lake(home)  # g4 traced again (its document now says 'web'), and a new run imported: no build since
+    docs = lake.read("span_documents").to_pylist()
+    for d in docs:
+        d["domain"] = "web" if d["span_id"] == "s_c" else d["domain"]
+    lake.write("span_documents", "d", docs)
+    tg = lake.read("traced_generations").to_pylist()
+    for t in tg:
+        t["text_hash"] = hashlib.md5(b"a b c d e f g h i").hexdigest() if t["generation_id"] == "g4" else t["text_hash"]
+    lake.write("traced_generations", "tg", tg)
+    gens = lake.read("generations").to_pylist()
+    for g in gens:
+        g["text"] = "a b c d e f g h i" if g["generation_id"] == "g4" else g["text"]
+    lake.write("generations", "g", gens)
+    lake.write("runs", "r_new", [{"run_id": "r_new", "model": "m/model", "corpus_id": "c1", "setting": "unconditional"}])
+    lake.write("generations", "g_new", [{"generation_id": "n1", "run_id": "r_new", "prompt_id": None, "sample_idx": 0,
+                                         "text": "a new generation"}])
+    got, want, source, counts = rows_and_source()
+    assert got == want
+    assert source.startswith("aggregated at start") and counts.get("r_new") == 1
+    assert {r[1]: r[16] for r in got}["g4"] == "web"
+
+
+@pytest.fixture(scope="module")
+def audit_pairings(tmp_path_factory) -> Path:
+    """The hand-built lake of tests/python/test_audit_documents_marts.py, plus: run w of model 'hf:m1' (the same
+    model under another string) paired with the prefix run pc through var propme_capability_pairs; and a set `solo`
+    (document 3) whose own attack aa_solo was generated with --purpose propme (prefixes from document 3 only)."""
+    import hashlib
+
+    from test_audit_documents_marts import SELECT, write_lake
+
+    from ingest.build import build
+
+    home = tmp_path_factory.mktemp("audit_review_pairs") / "warehouse"
+    write_lake(home)
+    lake = Lake(home)
+    lake.write("runs", "r_review", [
+        {"run_id": "w", "model": "hf:m1", "corpus_id": "c1", "setting": "unconditional", "purpose": "propme"},
+        {"run_id": "aa_solo", "model": "m1", "corpus_id": "c1", "setting": "prefix", "purpose": "propme"}])
+    lake.write("prompts", "p_review", [{"prompt_id": "sp1", "setting": "prefix", "text": "sp1", "corpus_id": "c1",
+                                        "prompt_set": "ps_solo", "source_doc": "d3", "true_continuation": "x y"}])
+    gens = {"w0": ("w", None, "doc one by another model string"), "aa_solo_0": ("aa_solo", "sp1", "nothing")}
+    lake.write("generations", "g_review", [{"generation_id": g, "run_id": r, "prompt_id": p, "sample_idx": 0,
+                                            "text": t} for g, (r, p, t) in gens.items()])
+    lake.write("traced_generations", "tg_review", [
+        {"traced_generation_id": f"t1:{g}", "trace_id": "t1", "generation_id": g,
+         "text_hash": hashlib.md5(t.encode()).hexdigest(), "n_index_tokens": 60} for g, (_r, _p, t) in gens.items()])
+    lake.write("spans", "s_review", [{"span_id": "w0:0", "trace_id": "t1", "generation_id": "w0", "start_tok": 0,
+                                      "end_tok": 60, "length": 60, "is_full": False, "kept": True, "text": "w0 span"}])
+    lake.write("span_documents", "d_review", [{"span_document_id": "w0:0:1", "span_id": "w0:0", "shard": 0,
+                                               "doc_ix": 1, "doc_id": "d1", "match_tier": "partial", "nv_recall": 0.5}])
+    lake.write("document_sets", "solo", [{"document_set_row_id": "solo:3", "document_set": "solo", "corpus_id": "c1",
+                                          "shard": 0, "doc_ix": 3, "doc_id": "d3", "selection": "ids:hand",
+                                          "prompt_set": "ps_solo"}])
+    vars_ = ("{propme_bootstrap_resamples: 50, propme_capability_pairs: "
+             "[{propensity_run_id: w, capability_run_id: pc}]}")
+    result = build(home, vars_=vars_, progress=False, select=[*SELECT, "+fct_propensity"])
+    assert result.success, result.failures
+    return home
+
+
+@pytest.mark.slow
+def test_audit_document_set_corpus_attack_follows_the_per_run_pairing(audit_pairings) -> None:
+    """The per-run marts pair a propensity run with the prefix run named in var propme_capability_pairs (the
+    documented way to pair runs whose model strings differ: a path and a name, 'hf:' prefixes). The document-set
+    marts matched the raw model string only and ignored the override: w got 'no prefix run of this model' while
+    fct_propensity compares it with pc."""
+    from test_audit_documents_marts import rows
+
+    home = audit_pairings
+    per_run = rows(home, "select distinct propensity_run_id, capability_run_id from int_propensity_pairs "
+                         "where propensity_run_id = 'w'")
+    assert per_run == [{"propensity_run_id": "w", "capability_run_id": "pc"}]
+    got = rows(home, "select * from fct_document_set_propensity where propensity_run_id = 'w' and "
+                     "document_set in ('rh', 'other')")
+    assert got
+    for r in got:
+        assert (r["attack_run_id"], r["attack_kind"]) == ("pc", "corpus_attack"), r
+        assert r["f_c"] is not None and not (r["null_reason"] or "").startswith("no prefix run"), r
+
+
+@pytest.mark.slow
+def test_audit_another_sets_targeted_attack_is_never_a_corpus_wide_attack(audit_pairings) -> None:
+    """A set's own attack generated with --purpose propme (the printed next step says --purpose other, but nothing
+    enforces it) is a propme prefix run: for every *other* set it was a 'corpus_attack' candidate, and the first run
+    id won, so set `other`'s f_c came from prefixes drawn from document 3 of set `solo` only."""
+    from test_audit_documents_marts import rows
+
+    home = audit_pairings
+    solo = rows(home, "select * from fct_document_set_propensity where document_set = 'solo' and "
+                      "propensity_run_id = 'u'")
+    assert solo and all((r["attack_run_id"], r["attack_kind"]) == ("aa_solo", "set_attack") for r in solo)
+    for s in ("other", "all"):
+        got = rows(home, f"select * from fct_document_set_propensity where document_set = '{s}' and "
+                         "propensity_run_id in ('u', 'g')")
+        assert got and all((r["attack_run_id"], r["attack_kind"]) == ("pc", "corpus_attack") for r in got), got
+
