@@ -23,6 +23,7 @@ with `nv_recall_words` (tests/python/test_trace_nogil.py).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -320,19 +321,23 @@ if njit is not None:
         _LOAD_ERROR = f"{type(e).__name__}: {e}"
 
 _checked = False
+_check_lock = threading.Lock()
 
 
 def available() -> bool:
     """Whether the compiled nv-recall loads and answers a tiny case right; checked once per process."""
     global njit, _checked, _LOAD_ERROR
-    if njit is not None and not _checked:
+    if _checked:
+        return njit is not None
+    with _check_lock:  # a second trace thread waits for the first one's check (the first call compiles: seconds)
+        if njit is not None and not _checked:
+            try:
+                g = np.frombuffer(b"a b c d", dtype=np.uint8).copy()
+                d = np.frombuffer(b"X A B C D", dtype=np.uint8).copy()
+                if tuple(nv_counts(g, d, True, np.array([1, 1, 2, 2, 1, 4], dtype=np.int64))) != (0, 4, 4, 5):
+                    raise RuntimeError("compiled nv-recall self-check gave a wrong answer")
+            except Exception as e:  # pragma: no cover - platform dependent
+                njit = None
+                _LOAD_ERROR = f"{type(e).__name__}: {e}"
         _checked = True
-        try:
-            g = np.frombuffer(b"a b c d", dtype=np.uint8).copy()
-            d = np.frombuffer(b"X A B C D", dtype=np.uint8).copy()
-            if tuple(nv_counts(g, d, True, np.array([1, 1, 2, 2, 1, 4], dtype=np.int64))) != (0, 4, 4, 5):
-                raise RuntimeError("compiled nv-recall self-check gave a wrong answer")
-        except Exception as e:  # pragma: no cover - platform dependent
-            njit = None
-            _LOAD_ERROR = f"{type(e).__name__}: {e}"
     return njit is not None

@@ -11,6 +11,7 @@ Tests compare it with `normalize_document` on random ASCII text (tests/python/te
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -93,20 +94,24 @@ if njit is not None:
         _LOAD_ERROR = f"{type(e).__name__}: {e}"
 
 _checked = False
+_check_lock = threading.Lock()
 
 
 def available() -> bool:
     """Whether the compiled normalization loads and answers a tiny case right; checked once per process."""
     global njit, _checked, _LOAD_ERROR
-    if njit is not None and not _checked:
+    if _checked:
+        return njit is not None
+    with _check_lock:  # a second trace thread waits for the first one's check (the first call compiles: seconds)
+        if njit is not None and not _checked:
+            try:
+                got = normalize_ascii(np.frombuffer(b" a\t \r\n\n\n b  c \x0b", dtype=np.uint8)).tobytes()
+                if got != b"a\n\nb c":
+                    raise RuntimeError("compiled normalization self-check gave a wrong answer")
+            except Exception as e:  # pragma: no cover - platform dependent
+                njit = None
+                _LOAD_ERROR = f"{type(e).__name__}: {e}"
         _checked = True
-        try:
-            got = normalize_ascii(np.frombuffer(b" a\t \r\n\n\n b  c \x0b", dtype=np.uint8)).tobytes()
-            if got != b"a\n\nb c":
-                raise RuntimeError("compiled normalization self-check gave a wrong answer")
-        except Exception as e:  # pragma: no cover - platform dependent
-            njit = None
-            _LOAD_ERROR = f"{type(e).__name__}: {e}"
     return njit is not None
 
 
