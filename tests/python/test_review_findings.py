@@ -746,3 +746,37 @@ def test_trace_threads_wait_for_the_kernel_self_check(monkeypatch, module: str) 
     assert not errors
     assert results == [want, want] if module == "nvkernel" else results == [False, False]
     assert not mod.available() and "cache" in mod._LOAD_ERROR
+
+
+def test_nv_kernel_hash_collision_falls_back_to_the_python_path(monkeypatch) -> None:
+    """Words are ids through a 63-bit FNV-1a hash; a collision (two different words, one hash) cannot be made by
+    search, so it is planted: the id pass (`_ids`, run as Python) must compare the bytes and answer -1, and a window
+    whose kernel answers status 1 must get the Python path's numbers."""
+    import numpy as np
+
+    from ingest.trace import nvkernel
+    from ingest.trace.normalize import normalize_words
+    from ingest.trace.nvrecall import PreparedGeneration, nv_recall_window, nv_recall_words
+
+    def fnv(bs: bytes) -> int:
+        h = 14695981039346656037
+        for b in bs:
+            h = ((h ^ b) * 1099511628211) % 2**64
+        return h & 0x7FFFFFFFFFFFFFFF
+
+    ids = getattr(nvkernel._ids, "py_func", nvkernel._ids)
+    buf = np.frombuffer(bytearray(b"abc abd abc"), dtype=np.uint8)
+    starts, ends = np.array([0, 4, 8]), np.array([3, 7, 11])
+    first_s, first_e, owners = np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)
+    out = np.empty(3, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        assert ids(buf, starts, ends, 3, {}, (buf, buf), first_s, first_e, 0, out, 0, owners) == 2
+        assert list(out) == [0, 1, 0]  # equal bytes, one id
+        planted = {fnv(b"abd"): 0}  # id 0 is "abc" (bytes 0..3) but holds the hash of "abd"
+        first_s[:], first_e[:] = 0, 3
+        assert ids(buf, starts[1:2], ends[1:2], 1, planted, (buf, buf), first_s, first_e, 1, out, 0, owners) == -1
+
+    if nvkernel.available():
+        words, window = normalize_words("a b c d e f"), "x a b c d e f y"
+        monkeypatch.setattr(nvkernel, "nv_counts", lambda *a: (1, 0, 6, 8))
+        assert nv_recall_window(PreparedGeneration(words), window) == nv_recall_words(words, normalize_words(window))
