@@ -511,6 +511,22 @@ def audit_pairings(tmp_path_factory) -> Path:
     lake.write("document_sets", "solo", [{"document_set_row_id": "solo:3", "document_set": "solo", "corpus_id": "c1",
                                           "shard": 0, "doc_ix": 3, "doc_id": "d3", "selection": "ids:hand",
                                           "prompt_set": "ps_solo"}])
+    # set `zero`: document 0 whose `id` metadata field is the integer 0 (documents.py stores '0'); the prefix builder
+    # names it doc:0 (`meta.get("id") or f"doc:{doc_ix}"`); its attack zz_attack starts with the true continuation
+    lake.write("document_sets", "zero", [{"document_set_row_id": "zero:0", "document_set": "zero", "corpus_id": "c1",
+                                          "shard": 0, "doc_ix": 0, "doc_id": "0", "selection": "ids:hand",
+                                          "prompt_set": "ps_zero"}])
+    lake.write("prompts", "p_review_zero", [{"prompt_id": "zp1", "setting": "prefix", "text": "zp1", "corpus_id": "c1",
+                                             "prompt_set": "ps_zero", "source_doc": "doc:0",
+                                             "true_continuation": "theta iota"}])
+    lake.write("runs", "r_review_zero", [{"run_id": "zz_attack", "model": "m1", "corpus_id": "c1",
+                                          "setting": "prefix", "purpose": "other"}])
+    zz = "theta iota kappa"
+    lake.write("generations", "g_review_zero", [{"generation_id": "zz0", "run_id": "zz_attack", "prompt_id": "zp1",
+                                                 "sample_idx": 0, "text": zz}])
+    lake.write("traced_generations", "tg_review_zero", [
+        {"traced_generation_id": "t1:zz0", "trace_id": "t1", "generation_id": "zz0",
+         "text_hash": hashlib.md5(zz.encode()).hexdigest(), "n_index_tokens": 10}])
     vars_ = ("{propme_bootstrap_resamples: 50, propme_capability_pairs: "
              "[{propensity_run_id: w, capability_run_id: pc}]}")
     result = build(home, vars_=vars_, progress=False, select=[*SELECT, "+fct_propensity"])
@@ -780,3 +796,20 @@ def test_nv_kernel_hash_collision_falls_back_to_the_python_path(monkeypatch) -> 
         words, window = normalize_words("a b c d e f"), "x a b c d e f y"
         monkeypatch.setattr(nvkernel, "nv_counts", lambda *a: (1, 0, 6, 8))
         assert nv_recall_window(PreparedGeneration(words), window) == nv_recall_words(words, normalize_words(window))
+
+
+@pytest.mark.slow
+def test_audit_targeted_extraction_finds_the_prompts_of_a_document_named_by_number(audit_pairings) -> None:
+    """Targeted extraction attributes an attack prompt to a set document by its `source_doc`, which the prefix builder
+    writes as the `id` metadata field or, when that is falsy (no id, '', the integer 0), as doc:<n>. The marts
+    matched only coalesce(doc_id, 'doc:' || doc_ix), so a document with id 0 (or '') never matched its own prompts:
+    the set's attack had te_generations 0 and te NULL though every attack generation starts with the truth."""
+    from test_audit_documents_marts import rows
+
+    home = audit_pairings
+    got = rows(home, "select * from fct_document_set_propensity where document_set = 'zero' and "
+                     "propensity_run_id = 'u'")
+    assert got and all(r["attack_run_id"] == "zz_attack" for r in got)
+    assert all((r["te_generations"], r["te_hits"], r["te"]) == (1, 1, 1.0) for r in got), got
+    doc = rows(home, "select * from fct_document_propensity where document_set = 'zero' and propensity_run_id = 'u'")
+    assert doc and all((r["doc_ix"], r["te_generations"], r["te_hits"]) == (0, 1, 1) for r in doc), doc

@@ -67,14 +67,33 @@ text_checks as (
 
 ),
 
+-- a prefix prompt names its document by the `id` metadata field, or doc:<n> when that is missing or falsy (an
+-- empty string, the integer 0: ingest/prompts/settings.py), while doc_id keeps any id as text: both names match
+document_names as (
+
+    select
+        document_set,
+        doc_id as source_doc,
+        doc_ix
+    from document_sets
+    where doc_id is not null
+    union all
+    select
+        document_set,
+        'doc:' || doc_ix as source_doc,
+        doc_ix
+    from document_sets
+
+),
+
 source_docs as (
 
     select
         document_set,
-        coalesce(doc_id, 'doc:' || doc_ix) as source_doc,
+        source_doc,
         min(doc_ix) as doc_ix
-    from document_sets
-    group by document_set, coalesce(doc_id, 'doc:' || doc_ix)
+    from document_names
+    group by document_set, source_doc
 
 ),
 
