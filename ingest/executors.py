@@ -86,7 +86,12 @@ class RayExecutor:
     An actor that dies (a killed process, a lost node, an out-of-memory kill) is restarted by Ray, up to
     `max_restarts` times, and its unfinished batch is run again on the new actor (`max_task_retries`): workers only
     compute, the driver alone writes to the lake, and a batch's result depends only on the batch (seeded samples),
-    so a retried batch is neither lost nor written twice."""
+    so a retried batch is neither lost nor written twice.
+
+    With `keep_workers`, actors outlive a `map` call: the next call with an equal `WorkerSpec` reuses them (adding
+    actors if it has more batches), so `generate` loads the model (or starts a vLLM engine) once per actor for all
+    its settings instead of once per setting. The caller then ends them with `close()`; without it they end with the
+    driver. A call with another spec first ends the kept actors."""
 
     workers: int = 1
     address: str | None = None
@@ -95,7 +100,20 @@ class RayExecutor:
     max_restarts: int = 2
     max_task_retries: int = 2
     init_kwargs: dict = field(default_factory=dict)
+    keep_workers: bool = False
     name: str = "ray"
+    _kept: tuple = field(default=(None, ()), init=False, repr=False, compare=False)  # (spec, actors)
+
+    def close(self) -> None:
+        """End the actors kept by `keep_workers` (nothing otherwise)."""
+        _, actors = self._kept
+        if not actors:
+            return
+        import ray
+
+        self._kept = (None, ())
+        for a in actors:
+            ray.kill(a)
 
     def map(self, spec: WorkerSpec, batches: Sequence[Any]) -> Iterator[Any]:
         try:
@@ -124,12 +142,20 @@ class RayExecutor:
                                 f"{have:g}; lower --gpus-per-worker or add GPU nodes")
         actor_cls = ray.remote(num_cpus=self.num_cpus_per_worker, num_gpus=self.num_gpus_per_worker,
                                max_restarts=self.max_restarts, max_task_retries=self.max_task_retries)(_RayWorker)
-        actors = [actor_cls.remote(spec) for _ in range(n_actors)]
+        kept_spec, kept = self._kept
+        if kept and kept_spec != spec:
+            self.close()
+            kept = ()
+        actors = list(kept) + [actor_cls.remote(spec) for _ in range(n_actors - len(kept))]
+        if self.keep_workers:
+            self._kept = (spec, tuple(actors))
         try:
-            yield from ActorPool(actors).map(lambda a, b: a.run.remote(b), list(batches))
+            yield from ActorPool(actors[:n_actors] if self.keep_workers else actors).map(
+                lambda a, b: a.run.remote(b), list(batches))
         finally:
-            for a in actors:
-                ray.kill(a)
+            if not self.keep_workers:
+                for a in actors:
+                    ray.kill(a)
 
 
 class _RayWorker:

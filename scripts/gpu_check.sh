@@ -35,6 +35,8 @@ case "$device" in
   *) echo "error: GPU_CHECK_DEVICE must be cuda or cpu, not '$device'" >&2; exit 2 ;;
 esac
 say() { printf '[gpu_check %4ds] %s\n' "$((SECONDS - start))" "$*"; }
+# tokens/s of each finished run (its summary line; the progress lines before it are left out)
+run_rates() { grep -E 'chunks already done\), [0-9,]+ tokens/s' | grep -oE '[0-9,]+ tokens/s' | tr -d ,; }
 
 # 1. an environment: the active one, ./.venv, or a new ./.venv
 if [ -z "${VIRTUAL_ENV:-}" ]; then
@@ -95,7 +97,7 @@ for be in $backends; do
       --backend vllm --run-prefix vllm "${eargs[@]}" 2>&1)" || { echo "$out" | tail -30 >&2; exit 1; }
   fi
   echo "$out" | grep -E "generations \(" || true
-  rates="$rates$be: $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | awk '{s+=$1; n++} END {printf "%.0f tokens/s mean over %d settings", s/n, n}'), $((SECONDS - t0)) s in all"$'\n'
+  rates="$rates$be: $(echo "$out" | run_rates | awk '{s+=$1; n++} END {printf "%.0f tokens/s mean over %d settings", s/n, n}'), $((SECONDS - t0)) s in all"$'\n'
   say "generated with $be"
   for s in unconditional minimal_cue generic specific prefix; do
     lm trace --run "$be-$s" --corpus sandbox-tiny >/dev/null
@@ -109,7 +111,7 @@ extra_runs=""
 out="$(lm generate --model "$model" --corpus sandbox-tiny --settings unconditional --n-generations "$uncond" \
   --max-new-tokens "$max_new" --backend hf --device "$device" --dtype bfloat16 --run-prefix hfbf16 2>&1)" \
   || { echo "$out" >&2; exit 1; }
-rates="${rates}hf bfloat16: $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+rates="${rates}hf bfloat16: $(echo "$out" | run_rates | head -1)"$'\n'
 extra_runs="hfbf16-unconditional"
 n_gpus=0
 if [ "$device" = cuda ]; then n_gpus="$("$py" -c 'import torch; print(torch.cuda.device_count())')"; fi
@@ -119,7 +121,7 @@ if [ -n "$vllm_py" ] && [ "$n_gpus" -ge 2 ]; then
     --model "$model" --corpus sandbox-tiny --settings unconditional --n-generations "$uncond" \
     --max-new-tokens "$max_new" --backend vllm --run-prefix vllmtp2 "${eargs[@]}" 2>&1)" \
     || { echo "$out" | tail -30 >&2; exit 1; }
-  rates="${rates}vllm tensor_parallel_size=2: $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+  rates="${rates}vllm tensor_parallel_size=2: $(echo "$out" | run_rates | head -1)"$'\n'
   extra_runs="$extra_runs vllmtp2-unconditional"
 else
   say "tensor_parallel_size=2 skipped: ${n_gpus} GPU(s) visible${vllm_py:+}${vllm_py:- and no vLLM}"
@@ -153,7 +155,7 @@ if "$py" -c "import ray" >/dev/null 2>&1; then
     --workers "$ray_workers" --gpus-per-worker "$ray_gpus" --run-prefix hfray 2>&1)" || { echo "$out" | tail -30 >&2; exit 1; }
   # one actor per chunk of 256 generations, up to --workers
   check_loads "$home/loads-hf.tsv" hf "$(( (uncond + 255) / 256 < ray_workers ? (uncond + 255) / 256 : ray_workers ))"
-  rates="${rates}hf on Ray ($ray_workers actors): $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+  rates="${rates}hf on Ray (up to $ray_workers actors, with their start-up): $(echo "$out" | run_rates | head -1)"$'\n'
   extra_runs="$extra_runs hfray-unconditional"
 else
   say "Ray skipped: $py cannot import ray (pip install -e '.[ray]')"
@@ -167,7 +169,7 @@ if [ "$device" = cuda ] && [ -n "$vllm_py" ] && "$vllm_py" -c "import ray" >/dev
     --n-generations "$uncond" --max-new-tokens "$max_new" --backend vllm --dtype bfloat16 --executor ray --workers 1 \
     --gpus-per-worker "$tp" --run-prefix vllmray "${eargs[@]}" 2>&1)" || { echo "$out" | tail -30 >&2; exit 1; }
   check_loads "$home/loads-vllm.tsv" vllm 1
-  rates="${rates}vllm bfloat16 on Ray (1 actor, tensor_parallel_size=$tp): $(echo "$out" | grep -oE '[0-9,]+ tokens/s' | tr -d , | head -1)"$'\n'
+  rates="${rates}vllm bfloat16 on Ray (1 actor, tensor_parallel_size=$tp, with its start-up): $(echo "$out" | run_rates | head -1)"$'\n'
   extra_runs="$extra_runs vllmray-unconditional"
 elif [ "$device" = cuda ]; then
   say "vLLM on Ray skipped: ${vllm_py:-no Python with vllm}${vllm_py:+ cannot import ray}"

@@ -109,7 +109,9 @@ def generate(
 
     ex = None
     if executor != "local" or workers > 1:
-        extra = {"address": address, "num_gpus_per_worker": gpus_per_worker} if executor == "ray" else {}
+        # Ray actors are kept across the settings: one model load (or vLLM engine) per actor for the whole command
+        extra = ({"address": address, "num_gpus_per_worker": gpus_per_worker, "keep_workers": True}
+                 if executor == "ray" else {})
         ex = get_executor(executor, workers=workers, **extra)
     be = driver_backend(backend, model, in_process=ex is None, **kwargs)  # with workers: the tokenizer only
     prefix = run_prefix or Path(model).name
@@ -117,14 +119,18 @@ def generate(
     units_of = {s: prompt_units(lake, corpus, s, be, n_samples, n_generations, max_prompts, prompt_set)
                 for s in wanted}
     _print_plan(units_of, be, sampling, estimate and ex is None, batch_size if backend == "hf" else None)
-    for s in wanted:
-        units = units_of[s]
-        spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base,
-                       purpose=purpose, engine=json.dumps(engine, sort_keys=True, default=str))
-        r = run_generation(lake, be, spec, units, executor=ex, backend_kwargs=kwargs)
-        rate = r.tokens / r.seconds if r.seconds > 0 else 0
-        console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
-                      f"already done), {rate:,.0f} tokens/s")
+    try:
+        for s in wanted:
+            units = units_of[s]
+            spec = RunSpec(f"{prefix}-{s}", model, s, backend, corpus_id_for(corpus), sampling, seed_base,
+                           purpose=purpose, engine=json.dumps(engine, sort_keys=True, default=str))
+            r = run_generation(lake, be, spec, units, executor=ex, backend_kwargs=kwargs)
+            rate = r.tokens / r.seconds if r.seconds > 0 else 0
+            console.print(f"{r.run_id}: {r.n_generations} generations ({r.n_chunks_skipped}/{r.n_chunks} chunks "
+                          f"already done), {rate:,.0f} tokens/s")
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()
 
 
 

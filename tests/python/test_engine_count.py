@@ -5,7 +5,8 @@ driver exactly one when it generates itself.
 The count comes from the processes themselves: the backends append `PID<TAB>KIND` to $LMAUDIT_LOAD_LOG at each
 model, engine or tokenizer-only construction (ingest/generate/backends.py), and worker processes and Ray actors
 inherit the variable. The command runs as a user runs it, in its own process (whose pid is the driver's), with
-three chunks of work so that some actor runs more than one batch. The hf cases run in CI; the vLLM cases need a
+two settings (Ray actors are kept from one setting to the next) and three chunks of work in the first, so that
+some actor runs more than one batch. The hf cases run in CI; the vLLM cases need a
 Python with vLLM (LMAUDIT_VLLM_PYTHON, as in test_vllm_backend.py) and are skipped without one.
 """
 
@@ -36,20 +37,21 @@ def prompts_home(mini_stack, home) -> Path:
     lake = Lake(home)
     register_corpus(lake, "mini", [mini_stack["index"]])
     build_prompt_set(lake, "mini", "unconditional", n=1)
+    build_prompt_set(lake, "mini", "prefix", n=2)
     return home
 
 
 def _generate(python: str, home: Path, model: Path, log: Path, *extra: str) -> tuple[int, dict[int, Counter]]:
     """Run `lmaudit generate` in a new process; return its pid and, per process, the kinds of what it built."""
     args = [python, "-m", "ingest.cli.main", "generate", "--model", str(model), "--corpus", "mini", "--settings",
-            "unconditional", "--n-generations", str(N_GENERATIONS), "--max-new-tokens", "2", "--run-prefix", "c",
-            *extra]
+            "unconditional,prefix", "--n-samples", "2", "--n-generations", str(N_GENERATIONS), "--max-new-tokens", "2",
+            "--run-prefix", "c", *extra]
     env = {**os.environ, "LMAUDIT_HOME": str(home), "LMAUDIT_LOAD_LOG": str(log), "PYTHONPATH": str(REPO),
            "COLUMNS": "200"}
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, out[-3000:] + err[-3000:]
-    assert f"{N_GENERATIONS} generations (0/3 chunks already done)" in out, out
+    assert f"{N_GENERATIONS} generations (0/3 chunks already done)" in out and "c-prefix: 4 generations" in out, out
     built: dict[int, Counter] = {}
     for line in log.read_text().splitlines():
         pid, kind = line.split("\t")
