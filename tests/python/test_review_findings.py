@@ -570,6 +570,7 @@ def test_audit_another_sets_targeted_attack_is_never_a_corpus_wide_attack(audit_
                          "propensity_run_id in ('u', 'g')")
         assert got and all((r["attack_run_id"], r["attack_kind"]) == ("pc", "corpus_attack") for r in got), got
 
+
 # ------------------------------------------------------------------ review of fdbd0b5, 3ef8eec (nogil trace kernels), 16865bc (explore mart)
 _NO_NUMBA = """
 import sys
