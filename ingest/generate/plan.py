@@ -13,6 +13,11 @@ from ingest.generate.runner import PromptUnit
 from ingest.lake import Lake
 
 
+def document_set_prompt_sets(lake: Lake) -> set[str]:
+    """Prompt sets built for a document set (its targeted prefix attack)."""
+    return {r["prompt_set"] for r in lake.read("document_sets").select(["prompt_set"]).to_pylist() if r["prompt_set"]}
+
+
 def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samples: int,
                  n_generations: int, max_prompts: int | None = None, prompt_set: str | None = None) -> list[PromptUnit]:
     """Work units from one prompt set: `prompt_set` (an id or its prefix) or the most recently built.
@@ -24,6 +29,15 @@ def prompt_units(lake: Lake, corpus: str, setting: str, backend: Backend, n_samp
         raise UserError(f"no {setting} prompts for corpus {corpus!r}; run `lmaudit prompts build --corpus {corpus} "
                         f"--setting {setting}` first")
     if prompt_set is None:
+        # a document set's own prefix prompts (`lmaudit audit documents --prefix-prompts`) are a targeted attack,
+        # never "the latest prefix set" of an ordinary run: they are used only when named
+        targeted = document_set_prompt_sets(lake)
+        general = [r for r in rows if r["prompt_set"] not in targeted]
+        if not general:
+            raise UserError(f"the {setting} prompts of corpus {corpus!r} were all built for a document set (lmaudit "
+                            "audit documents); pass --prompt-set to generate from one, or run `lmaudit prompts "
+                            f"build --corpus {corpus} --setting {setting}`")
+        rows = general
         latest = max(rows, key=lambda r: (r["created_at"] is not None, r["created_at"] or 0))
         prompt_set = latest["prompt_set"]
         rows = [r for r in rows if r["prompt_set"] == prompt_set]

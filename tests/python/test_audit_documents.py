@@ -182,3 +182,28 @@ def test_a_damaged_document_record_is_one_line(attached, tmp_path) -> None:
             corpus_documents(engine)
     finally:
         engine.close()
+
+
+def test_generate_without_prompt_set_never_takes_a_document_sets_prompts(attached) -> None:
+    """`generate --settings prefix` without `--prompt-set` takes the latest prefix set; after `audit documents
+    --prefix-prompts` that was the set's own targeted prompts, so an ordinary prefix run silently became the set's
+    attack. A set's prompts are now used only when named."""
+    from types import SimpleNamespace
+
+    from ingest.generate.plan import prompt_units
+
+    home = attached["home"]
+    lake = Lake(home)
+    backend = SimpleNamespace(bos_id=None, encode=lambda text: list(text.encode()))
+    assert run_cli("prompts", "build", "--corpus", "pub", "--setting", "prefix", "--n", "3", home=home).returncode == 0
+    general = {r["prompt_set"] for r in lake.read("prompts").to_pylist() if r["setting"] == "prefix"}
+    made = run_cli("audit", "documents", "--corpus", "pub", "--where", "source like 'pkgB==%'", "--name", "b-plan",
+                   "--prefix-prompts", "2", home=home)
+    assert made.returncode == 0, made.stderr
+    targeted = _set(home, "b-plan")[0]["prompt_set"]
+    assert targeted not in general
+    units = prompt_units(lake, "pub", "prefix", backend, n_samples=1, n_generations=1)
+    assert {u.prompt_id for u in units} <= {r["prompt_id"] for r in lake.read("prompts").to_pylist()
+                                             if r["prompt_set"] in general}
+    named = prompt_units(lake, "pub", "prefix", backend, n_samples=1, n_generations=1, prompt_set=targeted)
+    assert len(named) == 2
