@@ -28,3 +28,5 @@ def test_gpu_check_dry_run_on_cpu(tmp_path: Path) -> None:
     assert "counts agree" in out and "every generation traced" in out, out[-2000:]
     assert "hf:" in out and "tokens/s" in out, out[-2000:]
     assert "ok in" in out
+    # the Ray step (ray is a test dependency, so it always runs here): the driver builds no model, the actor one
+    assert "hf on Ray: models built per process: driver 0, actor 1" in out, out[-2000:]
