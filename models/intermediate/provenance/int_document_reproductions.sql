@@ -4,7 +4,22 @@
 -- current text (a re-imported run's old spans reproduce nothing). A repetition loop (int_span_loops: a short
 -- pattern repeated, e.g. a banner of '*') reproduces nothing either. Every run counts, whatever its purpose.
 -- A document is (corpus_key, doc_ix): the pass's corpus, or its index folders when it traced --index ones.
+-- Incremental by (run, tracing pass) (macros/provenance_incremental.sql): a group's rows are recomputed when its
+-- current traces, its run's fields, its pass's corpus or the vars change; spans are read for these groups only.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ propme_delete_stale(['run_id', 'trace_id'], provenance_reproduction_hashes()) }}"
+) }}
+
 with
+
+todo as (
+
+    {{ provenance_reproductions_to_compute() }}
+
+),
 
 params as (
 
@@ -14,7 +29,17 @@ params as (
 
 spans as (
 
-    select * from {{ ref('stg_spans') }}
+    select spans.*
+    from {{ ref('stg_spans') }} as spans
+    {% if is_incremental() -%}
+        where
+            spans.trace_id in (select todo.trace_id from todo)
+            and spans.generation_id in (
+                select run_generations.generation_id
+                from {{ ref('stg_generations') }} as run_generations
+                where run_generations.run_id in (select todo.run_id from todo)
+            )
+    {%- endif %}
 
 ),
 
@@ -59,10 +84,12 @@ current_traces as (
     select
         traced.trace_id,
         traced.generation_id,
-        generations.run_id
+        generations.run_id,
+        todo.input_hash as run_input_hash
     from traced
     inner join generations
         on traced.generation_id = generations.generation_id and traced.text_hash = md5(generations.text)
+    inner join todo on generations.run_id = todo.run_id and traced.trace_id = todo.trace_id
 
 ),
 
@@ -76,6 +103,7 @@ pairs as (
         span_documents.doc_id,
         span_documents.domain,
         current_traces.run_id,
+        current_traces.run_input_hash,
         spans.generation_id,
         spans.trace_id,
         spans.span_id,
@@ -119,7 +147,8 @@ final as (
             when bool_or(pairs.match_tier = 'exact_full_raw') then 'exact_full_raw'
             when bool_or(pairs.match_tier = 'exact_full_normalized') then 'exact_full_normalized'
             else 'partial'
-        end as best_match_tier
+        end as best_match_tier,
+        any_value(pairs.run_input_hash) as input_hash
     from pairs
     inner join runs on pairs.run_id = runs.run_id
     group by
