@@ -157,7 +157,7 @@ def rebuilt(built):
     home = built["home"]
     real, seen = build_mod.run_dbt, {}
 
-    def run_dbt_with_an_import(home_, args, on_event=None):
+    def run_dbt_with_an_import(home_, args, on_event=None, memory=None):
         proc = subprocess.Popen([*_lmaudit(), "-w", str(home), "import", "generations",
                                  str(built["data"] / "later.jsonl"), "--run-id", "r2", "--model", "m",
                                  "--setting", "generic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -167,7 +167,7 @@ def rebuilt(built):
         time.sleep(0.5)
         seen["during"] = proc.poll()  # None: its changes wait for the build
         try:
-            return real(home_, args, on_event)
+            return real(home_, args, on_event, memory)
         finally:
             seen["proc"] = proc
 
