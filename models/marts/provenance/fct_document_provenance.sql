@@ -1,8 +1,9 @@
 -- One row per training document that a generation reproduces (a span of at least var propme_mid_span_tokens
--- tokens, not a repetition loop, found in it; int_document_reproductions): where it came from (its metadata fields, NULL when the corpus
--- has none), its licence (the metadata's licence field normalised to SPDX, else the licence detected in its whole
--- text by `lmaudit provenance`), and which runs, models, settings and generations reproduce it, with the
--- longest span. is_read is false for a document `lmaudit provenance` has not read yet (its licence is NULL).
+-- tokens, not a repetition loop, found in it; int_document_reproductions): where it came from (its metadata
+-- fields, NULL when the corpus has none), its licence (the metadata's licence field normalised to SPDX, else the
+-- licence detected in its whole text by `lmaudit provenance`), and which runs, models, settings and generations
+-- reproduce it, with the longest span. is_read is false for a document `lmaudit provenance` has not read yet (its
+-- licence is NULL).
 with
 
 reproductions as (
