@@ -68,8 +68,10 @@ def set_tables(rows: list[dict], top: list[dict]) -> str:
                                  if r["metric"] in METRIC_ORDER else 9))
         attacks = sorted({f"{r['attack_run_id']} ({r['attack_kind']})" for r in mine if r["attack_run_id"]})
         te = next((r for r in mine if r["te_generations"]), None)
+        te_share = "no share: see the note column" if te and te["te"] is None else \
+            f"{_pct(te['te'])}%" if te else ""
         te_text = (f"; targeted extraction of the attack: {te['te_hits']} of {te['te_generations']} generations "
-                   f"({_pct(te['te'])}%)") if te else ""
+                   f"({te_share})") if te else ""
         out.append(f"<h3>{html.escape(name)}: {first['n_documents']} documents "
                    f"<small>({html.escape(first['selection'] or '')})</small></h3>"
                    f"<p><small>attack: {html.escape(', '.join(attacks) or 'none')}{html.escape(te_text)}</small></p>")

@@ -305,3 +305,19 @@ def test_explorer_filters_generations_by_document_set(built: Path) -> None:
             explorer.generations(gen_query({"document_set": ["nope"]}, 50))
     finally:
         explorer.close()
+
+
+def test_report_names_why_targeted_extraction_has_no_share() -> None:
+    """A partly traced attack run keeps its targeted-extraction counts but has no share (te is NULL); the report
+    printed "3 of 4 generations (%)" with an empty number."""
+    from ingest.report.document_propensity import set_tables
+
+    row = {"document_set": "s", "n_documents": 2, "selection": "where:true", "attack_run_id": "a",
+           "attack_kind": "set_attack", "te_hits": 3, "te_generations": 4, "te": None, "setting": "unconditional",
+           "metric": "r50", "hits_p": 1, "n_generations_p": 2, "f_p": None, "f_p_ci_low": None, "f_p_ci_high": None,
+           "hits_c": 1, "n_generations_c": 4, "f_c": None, "f_c_ci_low": None, "f_c_ci_high": None, "pm": None,
+           "pm_ci_low": None, "pm_ci_high": None, "n_documents_reproduced": 1, "null_reason": "partly traced: ..."}
+    page = set_tables([row], [])
+    assert "3 of 4 generations (no share: see the note column)" in page and "(%)" not in page
+    page = set_tables([{**row, "te": 0.75}], [])
+    assert "3 of 4 generations (75.0%)" in page
