@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ingest.errors import UserError
+from ingest.errors import StepFailed, UserError
 from ingest.registry import Registry
 
 
@@ -55,10 +55,43 @@ def _run_in_process(batch: Any) -> Any:
 @register("local")
 @dataclass
 class LocalExecutor:
-    """This machine: the worker in-process (workers <= 1) or in spawned processes."""
+    """This machine: the worker in-process (workers <= 1) or in spawned processes, one worker object each.
+
+    The pool is a `concurrent.futures.ProcessPoolExecutor`, not `multiprocessing.Pool`: a worker that dies (killed,
+    out of memory, a SIGBUS from an index file replaced under it) breaks the pool and the command stops with one
+    line (`WorkerDied`), where `multiprocessing.Pool` started a new worker, lost the batch and waited forever.
+    Batches are submitted a few per worker ahead and their results returned in batch order.
+
+    With `keep_workers`, the processes outlive a `map` call, as the Ray executor's actors do: the next call with an
+    equal `WorkerSpec` reuses them, so `generate --workers N` loads the model once per process for all its settings.
+    The caller ends them with `close()`."""
 
     workers: int = 1
+    keep_workers: bool = False
     name: str = "local"
+    _kept: tuple = field(default=(None, None), init=False, repr=False, compare=False)  # (spec, pool)
+
+    def close(self) -> None:
+        """End the processes kept by `keep_workers` (nothing otherwise)."""
+        _, pool = self._kept
+        self._kept = (None, None)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _pool(self, spec: WorkerSpec, n_batches: int):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        kept_spec, pool = self._kept
+        if pool is not None and kept_spec == spec:
+            return pool
+        self.close()
+        n = self.workers if self.keep_workers else max(1, min(self.workers, n_batches))
+        pool = ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"), initializer=_init_process,
+                                   initargs=(spec,))
+        if self.keep_workers:
+            self._kept = (spec, pool)
+        return pool
 
     def map(self, spec: WorkerSpec, batches: Sequence[Any]) -> Iterator[Any]:
         if not batches:
@@ -68,10 +101,45 @@ class LocalExecutor:
             for b in batches:
                 yield worker(b)
             return
-        import multiprocessing as mp
+        from collections import deque
+        from concurrent.futures.process import BrokenProcessPool
 
-        with mp.get_context("spawn").Pool(self.workers, initializer=_init_process, initargs=(spec,)) as pool:
-            yield from pool.imap(_run_in_process, batches)
+        pool = self._pool(spec, len(batches))
+        ahead = 2 * self.workers
+        pending: deque = deque()
+        todo = iter(batches)
+        try:
+            for b in todo:
+                pending.append(pool.submit(_run_in_process, b))
+                if len(pending) >= ahead:
+                    break
+            while pending:
+                result = pending.popleft().result()
+                nxt = next(todo, _DONE)
+                if nxt is not _DONE:
+                    pending.append(pool.submit(_run_in_process, nxt))
+                yield result
+        except BrokenProcessPool:
+            self._kept = (None, None)
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise WorkerDied() from None
+        finally:
+            for f in pending:
+                f.cancel()
+            if not self.keep_workers:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+_DONE = object()
+
+
+class WorkerDied(StepFailed):
+    """A worker process ended without an answer: the step stops, and what the driver wrote so far stays."""
+
+    def __init__(self):
+        super().__init__("a worker process died while running a batch (killed, out of memory, or a SIGBUS line "
+                         "above: an index file changed under it); the batches written so far are kept: fix the "
+                         "cause and run the command again to resume")
 
 
 @register("ray")

@@ -109,10 +109,10 @@ def generate(
 
     ex = None
     if executor != "local" or workers > 1:
-        # Ray actors are kept across the settings: one model load (or vLLM engine) per actor for the whole command
-        extra = ({"address": address, "num_gpus_per_worker": gpus_per_worker, "keep_workers": True}
-                 if executor == "ray" else {})
-        ex = get_executor(executor, workers=workers, **extra)
+        # workers (Ray actors, local processes) are kept across the settings: one model load (or vLLM engine) per
+        # worker for the whole command
+        extra = {"address": address, "num_gpus_per_worker": gpus_per_worker} if executor == "ray" else {}
+        ex = get_executor(executor, workers=workers, keep_workers=True, **extra)
     be = driver_backend(backend, model, in_process=ex is None, **kwargs)  # with workers: the tokenizer only
     prefix = run_prefix or Path(model).name
     # every setting's prompts first: a setting without prompts stops the command before any generation

@@ -63,6 +63,14 @@ def test_ray_gives_identical_generations_and_traces(ray_local, mini_stack, tmp_p
         a, b = _rows(lakes["local"], table, key), _rows(lakes["ray"], table, key)
         assert a == b, table
     assert _rows(lakes["local"], "span_documents", "span_document_id"), "verbatim inputs must find documents"
+    # the local process pool (`trace --workers 2`) writes the same rows as one in-process worker
+    pool_lake = Lake(tmp_path / "pool")
+    gens = [(g["generation_id"], g["text"]) for g in lakes["local"].read("generations").to_pylist()]
+    gens += [(f"doc{i}", d["text"][:300]) for i, d in enumerate(mini_stack["docs"][:4])]
+    trace_generations(pool_lake, TraceJob((str(mini_stack["index"]),), TraceParams()), gens, "run:r",
+                      batch_size=5, progress=False, executor=get_executor("local", workers=2))
+    for table, key in (("spans", "span_id"), ("span_documents", "span_document_id"), ("span_counts", "span_id")):
+        assert _rows(pool_lake, table, key) == _rows(lakes["local"], table, key), table
     # a Ray run interrupted after some batches resumes without duplicates
     lake = lakes["ray"]
     parts = lake.partitions("span_counts")
