@@ -446,8 +446,14 @@ def _scaling_child(src: str, idx: str, inputs: str) -> None:
     patched = []
     import importlib
 
-    for mod_name, names in (("ingest.index.sa_search", ("longest_matches", "find_range", "occurs", "longest_prefix")),
-                            ("ingest.trace.nvkernel", ("nv_counts",))):
+    # module attributes called from Python (a kernel calling another inside compiled code is timed once, by
+    # its caller); names a tree lacks are skipped
+    for mod_name, names in (("ingest.index.sa_search", ("longest_matches", "find_range", "occurs", "longest_prefix",
+                                                        "find_many")),
+                            ("ingest.index.doc_windows", ("windows",)),
+                            ("ingest.trace.nvkernel", ("nv_counts",)),
+                            ("ingest.trace.tierkernel", ("normalize_ascii",)),
+                            ("ingest.trace.windowkernel", ("scan_windows",))):
         try:
             mod = importlib.import_module(mod_name)
         except ImportError:

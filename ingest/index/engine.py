@@ -50,6 +50,34 @@ class FindResult(TypedDict):
     segment_by_shard: list[tuple[int, int]]
 
 
+@dataclass
+class QueryPlan:
+    """One token sequence prepared for the compiled lookups (`plan_bytes`): its bytes `q` (uint8), the
+    first-token rank range of every start in every shard (`flo`/`fhi`, (L, shards)) and, once
+    `longest_matches_bytes(..., plan=)` ran, the insertion ranks of every start that had a full lookup
+    (`hints`, -1 elsewhere): the hints `find_many_bytes` searches from."""
+
+    q: Any
+    flo: Any
+    fhi: Any
+    hints: Any
+
+
+@dataclass
+class WindowBatch:
+    """Document windows of many ranks (`IndexEngine.windows_bytes`), as arrays: request i's window is
+    `buf[boff[i]:boff[i + 1]]` (index bytes), in shard `shard[i]`, document `doc_ix[i]` (engine numbering;
+    `local[i]` inside the shard) of `doc_len[i]` tokens, starting at token `window_start[i]` of it."""
+
+    shard: Any
+    local: Any
+    doc_ix: Any
+    doc_len: Any
+    window_start: Any
+    buf: Any
+    boff: Any
+
+
 @dataclass(frozen=True)
 class DocRecord:
     """A document (or a window of it) returned by the engine.
@@ -101,6 +129,7 @@ class _ShardMaps:
     toks: Any = None
     tk: Any = None  # uint8 views of tokenized / table, for the compiled searches (ingest.index.sa_search)
     tb: Any = None
+    ou: Any = None  # a uint64 view of the document offsets, for the compiled windows (ingest.index.doc_windows)
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -116,6 +145,7 @@ class _ShardMaps:
         self.toks = np.frombuffer(self.tokens, dtype=_NP_DTYPE[self.width])
         self.tk = np.frombuffer(self.tokens, dtype=np.uint8)
         self.tb = np.frombuffer(self.table, dtype=np.uint8)
+        self.ou = np.frombuffer(self.offsets, dtype="<u8")
         if self.metaoff is not None:
             self.om = u64(self.metaoff)
 
@@ -128,7 +158,7 @@ class _ShardMaps:
                     view.release()
                 except BufferError:
                     pass
-        self.sa = self.od = self.om = self.toks = self.tk = self.tb = None
+        self.sa = self.od = self.om = self.toks = self.tk = self.tb = self.ou = None
         for m in (self.table, self.tokens, self.offsets, self.metadata, self.metaoff):
             if m is not None:
                 try:
@@ -649,12 +679,9 @@ class IndexEngine:
                         best = n // w
         return best
 
-    def longest_matches_bytes(self, qbytes: bytes) -> tuple[list[int], tuple[int, int, int, int],
-                                                            dict[int, list[int | None]]] | None:
-        """`ingest.trace.matching.longest_matches` of a whole token sequence (byte form) in one compiled,
-        GIL-free call: (n(b) for every start, (starts, skipped_by_bound, probes, full_lookups), per-shard
-        insertion ranks of every start that had a full lookup). None when the compiled searches are off:
-        the caller then runs the Python loop over `occurs_bytes` / `longest_prefix_bytes` (same answers)."""
+    def plan_bytes(self, qbytes: bytes) -> QueryPlan | None:
+        """A `QueryPlan` of a token sequence in byte form (`ids_bytes`), or None when the compiled searches
+        are off (then use the per-query methods)."""
         k = self._kernels()
         if k is None:
             return None
@@ -673,20 +700,119 @@ class IndexEngine:
                 segs = self._first_ranges(int(t).to_bytes(w, "little"))
             rng.append(segs)
         table = np.array(rng, dtype=np.int64).reshape(len(uniq), n_shards, 2)
-        flo = np.ascontiguousarray(table[inv, :, 0])
-        fhi = np.ascontiguousarray(table[inv, :, 1])
-        maps = [self._maps_for(s) for s in range(n_shards)]
+        return QueryPlan(q=_np_bytes(qbytes), flo=np.ascontiguousarray(table[inv.reshape(-1), :, 0]),
+                         fhi=np.ascontiguousarray(table[inv.reshape(-1), :, 1]),
+                         hints=np.full((L, n_shards), -1, dtype=np.int64))
+
+    def _kernel_maps(self) -> tuple[tuple, tuple, Any]:
+        """(uint8 token views, uint8 table views, pointer widths) of every shard, for the kernels."""
+        import numpy as np
+
+        maps = [self._maps_for(s) for s in range(self.num_shards)]
+        return (tuple(m.tk for m in maps), tuple(m.tb for m in maps),
+                np.array([m.ptr_size for m in maps], dtype=np.int64))
+
+    def longest_matches_bytes(self, qbytes: bytes, plan: QueryPlan | None = None
+                              ) -> tuple[list[int], tuple[int, int, int, int], dict[int, list[int | None]]] | None:
+        """`ingest.trace.matching.longest_matches` of a whole token sequence (byte form) in one compiled,
+        GIL-free call: (n(b) for every start, (starts, skipped_by_bound, probes, full_lookups), per-shard
+        insertion ranks of every start that had a full lookup). None when the compiled searches are off:
+        the caller then runs the Python loop over `occurs_bytes` / `longest_prefix_bytes` (same answers).
+        `plan` (from `plan_bytes(qbytes)`) is used, and receives the insertion ranks in `plan.hints`."""
+        k = self._kernels()
+        if k is None:
+            return None
+        import numpy as np
+
+        if plan is None:
+            plan = self.plan_bytes(qbytes)
+        L = len(qbytes) // self.width
+        flo, fhi, hints = plan.flo, plan.fhi, plan.hints
         out = np.zeros(L, dtype=np.int64)
-        hints = np.full((L, n_shards), -1, dtype=np.int64)
         looked = np.zeros(L, dtype=np.bool_)
         stats = np.zeros(4, dtype=np.int64)
         if L:
-            k.longest_matches(tuple(m.tk for m in maps), tuple(m.tb for m in maps),
-                              np.array([m.ptr_size for m in maps], dtype=np.int64), _np_bytes(qbytes), w,
-                              flo, fhi, out, hints, looked, stats)
+            tk, tb, pss = self._kernel_maps()
+            k.longest_matches(tk, tb, pss, plan.q, self.width, flo, fhi, out, hints, looked, stats)
         at = np.flatnonzero(looked)
         found = {b: [None if x < 0 else x for x in row] for b, row in zip(at.tolist(), hints[at].tolist())}
         return out.tolist(), tuple(int(x) for x in stats), found
+
+    def find_many_bytes(self, plan: QueryPlan, starts: Sequence[int], ends: Sequence[int]) -> tuple[list[int], Any, Any]:
+        """`find_bytes` of every piece q[starts[i]:ends[i]] (tokens, non-empty) of a planned sequence in one
+        compiled call, each searched from the hints of its start: (counts, lo, hi) with lo/hi[i, s] the rank
+        range in shard s (numpy arrays). The same ranges as `find_bytes(piece, hints of its start)`."""
+        import numpy as np
+
+        k = self._kernels()
+        qb = np.asarray(starts, dtype=np.int64)
+        qe = np.asarray(ends, dtype=np.int64)
+        if qb.size and (int(qb.min()) < 0 or int((qe - qb).min()) < 1 or int(qe.max()) > plan.hints.shape[0]):
+            raise ValueError("pieces must be non-empty and inside the planned sequence")
+        lo = np.empty((qb.size, self.num_shards), dtype=np.int64)
+        hi = np.empty_like(lo)
+        if qb.size:
+            tk, tb, pss = self._kernel_maps()
+            k.find_many(tk, tb, pss, plan.q, self.width, plan.flo, plan.fhi, qb, qe,
+                        np.ascontiguousarray(plan.hints[qb]), lo, hi)
+        return (hi - lo).sum(axis=1).tolist(), lo, hi
+
+    def windows_bytes(self, plan: QueryPlan, shards: Sequence[int], ranks: Sequence[int], starts: Sequence[int],
+                      ends: Sequence[int], max_ctx_len: int) -> WindowBatch | None:
+        """The windows `docs_by_ranks(..., needle_len=ends[i] - starts[i], max_ctx_len, found=True)` would give
+        for the suffixes at (shards[i], ranks[i]), found by searching q[starts[i]:ends[i]] of a planned
+        sequence, in one compiled call (`ingest.index.doc_windows`): as arrays, without metadata (see
+        `doc_metadata`). Also checks that each window holds that piece where the rank says. None when any
+        request fails a check (or the kernels are off): `docs_by_ranks` then raises the error."""
+        import numpy as np
+
+        from ingest.index import doc_windows as dw
+
+        if self._kernels() is None or dw.njit is None or max_ctx_len < 0:
+            return None
+        n = len(ranks)
+        sh = np.asarray(shards, dtype=np.int64)
+        if n:
+            if int(sh.min()) < 0 or int(sh.max()) >= self.num_shards:
+                return None
+            self._tick()
+        tk, tb, pss = self._kernel_maps()
+        maps = [self._maps_for(s) for s in range(self.num_shards)]
+        out = np.zeros((n, 6), dtype=np.int64)
+        status, _, buf, boff = dw.windows(
+            tk, tb, tuple(m.ou for m in maps), pss, np.array([m.tok_cnt for m in maps], dtype=np.int64),
+            np.array([m.n_docs for m in maps], dtype=np.int64), self.width, self.separator_id, sh,
+            np.asarray(ranks, dtype=np.int64), plan.q, np.asarray(starts, dtype=np.int64),
+            np.asarray(ends, dtype=np.int64), int(max_ctx_len), True, out)
+        if status:
+            return None
+        w = self.width
+        base = np.asarray(self._doc_base, dtype=np.int64)
+        return WindowBatch(shard=sh, local=out[:, 0], doc_ix=base[sh] + out[:, 0], doc_len=(out[:, 2] - out[:, 1]) // w,
+                           window_start=(out[:, 3] - out[:, 1]) // w, buf=buf, boff=boff)
+
+    def doc_metadata(self, shard: int, local: int) -> tuple[str | None, int | None, dict[str, Any]]:
+        """(path, linenum, metadata) of document `local` of engine shard `shard`, as `docs_by_ranks` reads them."""
+        m = self._maps_for(shard)
+        path = linenum = None
+        metadata: dict[str, Any] = {}
+        if m.om is not None:
+            a = int(m.om[local])
+            b = int(m.om[local + 1]) if local + 1 < m.n_docs else len(m.metadata)
+            if not 0 <= a <= b <= len(m.metadata):
+                raise self.damaged(shard, "metaoff", f"document {local}'s metadata line [{a}, {b}) lies outside "
+                                                     f"metadata.{self.shard_files(shard)[1]}")
+            line = m.metadata[a:b]
+            if line:
+                try:  # strict UTF-8, as the engine's std::string -> str conversion
+                    parsed = json.loads(line.decode("utf-8"))
+                except (ValueError, RecursionError):
+                    parsed = None
+                if not isinstance(parsed, dict):
+                    raise self.damaged(shard, "metadata", f"document {local}'s metadata line is not a JSON object")
+                path, linenum = parsed.get("path"), parsed.get("linenum")
+                metadata = parsed.get("metadata") or {}
+        return path, linenum, metadata
 
     # ------------------------------------------------------------------ documents
 
@@ -767,24 +893,7 @@ class IndexEngine:
         doc_start = sep_at + w  # skip the separator
         disp_start = max(doc_start, 0 if ptr < w * max_ctx_len else ptr - w * max_ctx_len)
         disp_end = min(doc_end, ptr + w * (needle_len + max_ctx_len))
-        path = linenum = None
-        metadata: dict[str, Any] = {}
-        if m.om is not None:
-            a = int(m.om[local])
-            b = int(m.om[local + 1]) if local + 1 < m.n_docs else len(m.metadata)
-            if not 0 <= a <= b <= len(m.metadata):
-                raise self.damaged(shard, "metaoff", f"document {local}'s metadata line [{a}, {b}) lies outside "
-                                                     f"metadata.{self.shard_files(shard)[1]}")
-            line = m.metadata[a:b]
-            if line:
-                try:  # strict UTF-8, as the engine's std::string -> str conversion
-                    parsed = json.loads(line.decode("utf-8"))
-                except (ValueError, RecursionError):
-                    parsed = None
-                if not isinstance(parsed, dict):
-                    raise self.damaged(shard, "metadata", f"document {local}'s metadata line is not a JSON object")
-                path, linenum = parsed.get("path"), parsed.get("linenum")
-                metadata = parsed.get("metadata") or {}
+        path, linenum, metadata = self.doc_metadata(shard, local)
         match_pos = (ptr - doc_start) // w
         needle = (ptr - disp_start) // w
         return DocRecord(shard=shard, doc_ix=self._doc_base[shard] + local, doc_len=(doc_end - doc_start) // w,

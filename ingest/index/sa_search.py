@@ -230,7 +230,25 @@ def longest_matches(toks: Any, tables: Any, pss: Any, q: Any, w: int, flo: Any, 
         b = hi
 
 
-PYTHON_KERNELS = {f.__name__: f for f in (bound, bound_near, find_range, occurs, longest_prefix, longest_matches)}
+def find_many(toks: Any, tables: Any, pss: Any, q: Any, w: int, flo: Any, fhi: Any, qb: Any, qe: Any,
+              hints: Any, out_lo: Any, out_hi: Any) -> None:
+    """`IndexEngine.find_bytes` of many pieces tokens[qb[i]:qe[i]] of one generation in one call:
+    out_lo/out_hi[i, s] = the rank range in shard s. hints[i, s]: an insertion rank of a longer query starting
+    at qb[i] (-1: none), as `find_bytes` takes them; flo/fhi as in `longest_matches`."""
+    for i in range(qb.shape[0]):
+        b = qb[i]
+        e = qe[i]
+        for s in range(flo.shape[1]):
+            lo = flo[b, s]
+            hi = fhi[b, s]
+            if lo < hi and e - b > 1:
+                lo, hi = find_range(toks[s], tables[s], pss[s], q[b * w:e * w], lo, hi, hints[i, s])
+            out_lo[i, s] = lo
+            out_hi[i, s] = hi
+
+
+PYTHON_KERNELS = {f.__name__: f for f in (bound, bound_near, find_range, occurs, longest_prefix, longest_matches,
+                                          find_many)}
 
 if njit is not None:
     try:
@@ -246,6 +264,7 @@ if njit is not None:
         _occurs_all = _jit(_occurs_all)
         _longest_all = _jit(_longest_all)
         longest_matches = _jit(longest_matches)
+        find_many = _jit(find_many)
     except Exception as e:  # pragma: no cover - platform dependent
         njit = None
         _LOAD_ERROR = f"{type(e).__name__}: {e}"

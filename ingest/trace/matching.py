@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -52,12 +53,12 @@ def _lookups(engine, ids: list[int], hints: dict | None) -> tuple[Callable[[int,
 
 
 def longest_matches(engine, ids: Sequence[int], stats: LookupStats | None = None,
-                    hints: dict[int, list[int | None]] | None = None) -> list[int]:
+                    hints: dict[int, list[int | None]] | None = None, plan: Any = None) -> list[int]:
     """n(b) for every start b of `ids` (0 where even the single token is absent).
 
     `hints` (a dict, byte-level engines only) receives, for every start that had a full lookup, the
     per-shard insertion ranks of tokens[b:]: `find_bytes(..., hints[b])` then counts any tokens[b:e] in a
-    few steps."""
+    few steps. `plan` (an `IndexEngine.plan_bytes` of `ids`) receives them too, for `find_many_bytes`."""
     ids = list(ids)
     L = len(ids)
     out = [0] * L
@@ -65,7 +66,9 @@ def longest_matches(engine, ids: Sequence[int], stats: LookupStats | None = None
     if not L:
         return out
     if all(hasattr(engine, a) for a in ("ids_bytes", "occurs_bytes", "longest_matches_bytes")):
-        done = engine.longest_matches_bytes(engine.ids_bytes(ids))  # compiled, one call; None if unavailable
+        qb = engine.ids_bytes(ids)
+        # compiled, one call; None if unavailable
+        done = engine.longest_matches_bytes(qb, plan=plan) if plan is not None else engine.longest_matches_bytes(qb)
         if done is not None:
             out, (starts, skipped, probes, full), found = done
             st.starts += starts

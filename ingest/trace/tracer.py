@@ -61,6 +61,11 @@ class _Span:
         return self.end - self.start
 
 
+_EMPTY = np.zeros(0, dtype=np.uint8)
+_PARAMS0 = np.zeros(6, dtype=np.int64)
+_TIERS = {1: "exact_full_raw", 2: "exact_full_normalized", 3: "partial", 0: None}
+
+
 class _Gen:
     """One generation being traced, with what several steps reuse: its ids (and their index byte form, for
     the engine's byte-level lookups), its normalized forms, and the windows already seen (decoded text,
@@ -76,9 +81,12 @@ class _Gen:
         self._squeezed: str | None = None
         self._nv: PreparedGeneration | None = None
         self._norm_bytes: bytes | None = None
+        # the compiled path (`Tracer._documents_batch`): the engine's QueryPlan of the ids, or None
+        self.plan = engine.plan_bytes(self.qb) if self.bytes_ok and hasattr(engine, "plan_bytes") else None
         self.windows: dict[tuple[int, int, int, int], list[Any]] = {}
         self.hints: dict[int, list[int | None]] = {}  # start -> insertion ranks of ids[start:] (step 2)
         self.span_text: dict[tuple[int, int], str] = {}
+        self.dup: dict[int, tuple[Any, ...]] = {}  # id(span) -> step 9's (trims, counts), see _count_spans
 
     @property
     def norm_doc(self) -> str:
@@ -106,6 +114,22 @@ class _Gen:
         return self._squeezed in "".join(window.split())
 
     @property
+    def gen_bytes(self) -> Any:
+        """The text's UTF-8 bytes (lone surrogates kept: they match no decoded window, as in Python)."""
+        return np.frombuffer(self.text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+    @property
+    def norm_bytes(self) -> Any:
+        return np.frombuffer(self.norm_doc.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+    @property
+    def squeezed_bytes(self) -> Any:
+        """The normalized text without whitespace (`maybe_in`'s prefilter), UTF-8."""
+        if self._squeezed is None:
+            self._squeezed = "".join(self.norm_doc.split())
+        return np.frombuffer(self._squeezed.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+    @property
     def words(self) -> list[str]:
         if self._words is None:
             self._words = normalize_words(self.text)
@@ -127,20 +151,26 @@ def _fast_decoder(tok):
     a character) the backend decodes. The table is checked against the backend on every single token and on
     multi-byte text before it is used. Other tokenizers: the backend (or UTF-8 bytes) directly, skipping only
     `decode`'s per-call conversion of every id to int (our ids already are Python ints)."""
+    return _decoder_and_table(tok)[0]
+
+
+def _decoder_and_table(tok) -> tuple[Any, list[bytes] | None]:
+    """(`_fast_decoder(tok)`, each token's bytes when decoding is "join the bytes, then UTF-8" for valid
+    UTF-8, else None): the table the compiled window scan decodes with (`ingest.trace.windowkernel`)."""
     from ingest.index.tokenizer import BytesTokenizer, HFTokenizer
 
     backend = getattr(tok, "_backend", None)
     if type(tok) is BytesTokenizer:
-        return lambda ids: bytes(ids).decode("utf-8", errors="replace")
+        return (lambda ids: bytes(ids).decode("utf-8", errors="replace")), [bytes([i]) for i in range(256)]
     if type(tok) is not HFTokenizer or backend is None:
-        return tok.decode
+        return tok.decode, None
 
     def slow(ids):
         return backend.decode(ids, skip_special_tokens=False)
 
     table = _byte_level_table(backend)
     if table is None:
-        return slow
+        return slow, None
 
     def fast(ids):
         try:
@@ -150,7 +180,7 @@ def _fast_decoder(tok):
         except (UnicodeDecodeError, IndexError, TypeError):
             return slow(ids)
 
-    return fast
+    return fast, table
 
 
 def _byte_level_table(backend) -> list[bytes] | None:
@@ -219,7 +249,16 @@ class Tracer:
         # its space, so word starts would look like word continuations (text mode would trim every boundary)
         self._piece_ref = list(tokenizer.encode("a"))
         self._piece_ref_text = tokenizer.decode(self._piece_ref) if self._piece_ref else ""
-        self._decode = _fast_decoder(tokenizer)
+        self._decode, table = _decoder_and_table(tokenizer)
+        # the compiled window path: the byte table as one array + offsets (None: windows go through Python)
+        self._table = None
+        if table is not None and hasattr(engine, "windows_bytes"):
+            from ingest.trace import windowkernel
+
+            if windowkernel.available():
+                self._table = (np.frombuffer(b"".join(table), dtype=np.uint8),
+                               np.concatenate([[0], np.cumsum([len(t) for t in table])]).astype(np.int64))
+        self._meta: dict[tuple[int, int], tuple[Any, ...]] = {}  # (shard, local doc) -> row fields, see _doc_fields
         self.stats = LookupStats()
         # `IndexEngine` checks what it reads (found ranks, offsets, metadata) and names a damaged file;
         # stand-ins (tests, benchmarks) may lack either
@@ -333,7 +372,7 @@ class Tracer:
 
     def _documents(self, span: _Span, g: _Gen, span_id: str, rng: random.Random | None,
                    only_full_normalized: bool = False) -> list[dict[str, Any]]:
-        p, ids, text = self.p, g.ids, g.text
+        p, ids = self.p, g.ids
         L = len(ids)
         res = self._find(g, span.start, span.end)
         span.count = res["cnt"]
@@ -361,12 +400,7 @@ class Tracer:
                 cached = g.windows[key] = [self._decode(d.tokens), None, None]
             window = cached[0]
             if cached[1] is None:
-                if text and text in window:
-                    cached[1] = "exact_full_raw"
-                elif g.norm_doc and g.maybe_in(window) and g.normalized_in(window):
-                    cached[1] = "exact_full_normalized"
-                else:
-                    cached[1] = "partial"
+                cached[1] = self._tier(g, window)
             tier = cached[1]
             if only_full_normalized and tier == "partial":
                 continue
@@ -385,8 +419,144 @@ class Tracer:
             })
         return rows
 
+    def _documents_batch(self, jobs: list[tuple[_Span, random.Random | None, bool]], g: _Gen,
+                         sid) -> list[list[dict[str, Any]]]:
+        """`_documents(span, g, sid(span), rng, only_full_normalized)` of every job, in order (the rng is drawn
+        in the same order), with the compiled path when the engine, the tokenizer and numba allow it: one
+        search call for every span, one call for every window (`IndexEngine.windows_bytes`), one call that
+        decodes, tiers and scores every distinct window (`windowkernel.scan_windows`); Python builds the rows.
+        A window the kernels cannot answer exactly (not valid UTF-8, non-ASCII) takes the Python steps."""
+        fast = self._table is not None and g.plan is not None
+        if fast:
+            rows = self._documents_compiled(jobs, g, sid)
+            if rows is not None:
+                return rows
+            # a check failed (a damaged index): the Python path raises the error, drawing a fresh rng
+            fresh = rng_for(self.p.seed, g.text)
+            jobs = [(s, None if r is None else fresh, only) for s, r, only in jobs]
+        return [self._documents(s, g, sid(s), r, only) for s, r, only in jobs]
+
+    def _documents_compiled(self, jobs, g: _Gen, sid) -> list[list[dict[str, Any]]] | None:
+        from ingest.trace import windowkernel as wk
+
+        p, eng = self.p, self.engine
+        L = len(g.ids)
+        if not jobs:
+            return []
+        cnts, lo, hi = eng.find_many_bytes(g.plan, [s.start for s, _, _ in jobs], [s.end for s, _, _ in jobs])
+        lo, hi = lo.tolist(), hi.tolist()
+        shards: list[int] = []
+        ranks: list[int] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        per_job: list[tuple[int, int]] = []  # request range of each job
+        for j, (s, r, _) in enumerate(jobs):
+            s.count = cnts[j]
+            a = len(ranks)
+            if cnts[j]:
+                for sh, rk in self._pick_ranks(list(zip(lo[j], hi[j])), cnts[j], p.max_docs, r):
+                    shards.append(sh)
+                    ranks.append(rk)
+                    starts.append(s.start)
+                    ends.append(s.end)
+            per_job.append((a, len(ranks)))
+        ctx = (p.window_factor - 1) * L // 2
+        wb = eng.windows_bytes(g.plan, shards, ranks, starts, ends, ctx)
+        if wb is None:
+            return None
+        w = g.w
+        sh_l, doc_l, ws_l, boff = wb.shard.tolist(), wb.doc_ix.tolist(), wb.window_start.tolist(), wb.boff.tolist()
+        local_l = wb.local.tolist()
+        keys = [(sh_l[i], doc_l[i], ws_l[i], (boff[i + 1] - boff[i]) // w) for i in range(len(ranks))]
+        # requests kept per job (the first rank of each document), and what each new window needs
+        kept: list[list[int]] = []
+        todo: dict[tuple[int, int, int, int], int] = {}  # new window -> request index
+        want: dict[tuple[int, int, int, int], int] = {}
+        for j, (a, b) in enumerate(per_job):
+            seen, mine = set(), []
+            only = jobs[j][2]
+            for i in range(a, b):
+                if (sh_l[i], doc_l[i]) in seen:
+                    continue
+                seen.add((sh_l[i], doc_l[i]))
+                mine.append(i)
+                k = keys[i]
+                if k not in g.windows:
+                    todo.setdefault(k, i)
+                    want[k] = 1 if not only else min(want.get(k, 2), 2)
+            kept.append(mine)
+        if todo:
+            idx = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
+            res = np.zeros((len(todo), 7), dtype=np.int64)
+            nvg = g.nv(p.nv_variant) if g.words else None
+            tbytes, toff = self._table
+            text, off = wk.scan_windows(
+                wb.buf, wb.boff[idx], wb.boff[idx + 1], w, tbytes, toff, g.gen_bytes, g.norm_bytes, g.squeezed_bytes,
+                nvg.buf if nvg is not None else _EMPTY, nvg.param_array if nvg is not None else _PARAMS0,
+                np.fromiter((want[k] for k in todo), dtype=np.int64, count=len(todo)), res)
+            res_l, off_l = res.tolist(), off.tolist()
+            for t, (k, i) in enumerate(todo.items()):
+                valid, _, tier, nv_done, matched, ng, nd = res_l[t]
+                if valid:
+                    window = text[off_l[t]:off_l[t + 1]].tobytes().decode("utf-8")
+                else:
+                    window = self._decode(np.frombuffer(wb.buf[boff[i]:boff[i + 1]].tobytes(),
+                                                        dtype=f"<u{w}").tolist())
+                g.windows[k] = [window, _TIERS[tier] if valid else None,
+                                NvResult(matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None]
+        out = []
+        for j, (s, _, only) in enumerate(jobs):
+            span_id = sid(s)
+            rows = []
+            for i in kept[j]:
+                cached = g.windows[keys[i]]
+                window = cached[0]
+                if cached[1] is None:
+                    cached[1] = self._tier(g, window)
+                tier = cached[1]
+                if only and tier == "partial":
+                    continue
+                if cached[2] is None:
+                    cached[2] = nv_recall_window(g.nv(p.nv_variant), window)
+                nv: NvResult = cached[2]
+                doc_id, source, domain, meta_json = self._doc_fields(sh_l[i], local_l[i])
+                rows.append({
+                    "span_document_id": make_key(span_id, sh_l[i], doc_l[i]), "span_id": span_id, "shard": sh_l[i],
+                    "doc_ix": doc_l[i], "doc_id": doc_id, "source": source, "domain": domain, "metadata": meta_json,
+                    "window_text": window, "match_tier": tier, "nv_recall": nv.recall,
+                    "nv_matched_words": nv.matched_words, "nv_generation_words": nv.generation_words,
+                    "nv_document_words": nv.document_words,
+                })
+            out.append(rows)
+        return out
+
+    @staticmethod
+    def _tier(g: _Gen, window: str) -> str:
+        if g.text and g.text in window:
+            return "exact_full_raw"
+        if g.norm_doc and g.maybe_in(window) and g.normalized_in(window):
+            return "exact_full_normalized"
+        return "partial"
+
+    def _doc_fields(self, shard: int, local: int) -> tuple[Any, ...]:
+        """(doc_id, source, domain, metadata JSON) of a document's rows, read and formatted once per tracer
+        (the index never changes; bounded: cleared past 100,000 documents)."""
+        key = (shard, local)
+        f = self._meta.get(key)
+        if f is None:
+            path, linenum, meta = self.engine.doc_metadata(shard, local)
+            meta = meta or {}
+            f = (None if meta.get("id") is None else str(meta.get("id")),
+                 None if meta.get("source") is None else str(meta.get("source")),
+                 None if meta.get("domain") is None else str(meta.get("domain")), _json(meta, path, linenum))
+            if len(self._meta) > 100_000:
+                self._meta.clear()
+            self._meta[key] = f
+        return f
+
     # -- duplication ----------------------------------------------------------------------------
-    def _dup_counts(self, span: _Span, g: _Gen, span_id: str) -> dict[str, Any]:
+    def _trimmed(self, span: _Span, g: _Gen) -> tuple[int, int, int, int]:
+        """(start, end, trim_start, trim_end): the span without mid-word ends, at most max_trim tokens each."""
         p, ids = self.p, g.ids
         b, e = span.start, span.end
         trim_b = trim_e = 0
@@ -396,9 +566,45 @@ class Tracer:
         while trim_e < p.max_trim and e < len(ids) and e > b and self._joins_word(ids[e - 1], ids[e]):
             e -= 1
             trim_e += 1
+        return b, e, trim_b, trim_e
+
+    def _dup_counts(self, span: _Span, g: _Gen, span_id: str) -> dict[str, Any]:
+        p = self.p
+        pre = g.dup.get(id(span))
+        if pre is not None:
+            trim_b, trim_e, first50, whole = pre
+            return {"span_id": span_id, "first50_count": first50, "whole_count": whole, "trim_start": trim_b,
+                    "trim_end": trim_e}
+        b, e, trim_b, trim_e = self._trimmed(span, g)
         q = e > b
         return {"span_id": span_id, "first50_count": self._count(g, b, min(e, b + p.dup_prefix_len)) if q else None,
                 "whole_count": self._count(g, b, e) if q else None, "trim_start": trim_b, "trim_end": trim_e}
+
+    def _count_spans(self, spans: list[_Span], g: _Gen) -> None:
+        """The count of every span that has none yet and, on the compiled path, the duplication counts of
+        step 9 (into g.dup), all in one search call; else `_count` span by span."""
+        p = self.p
+        if g.plan is None:
+            for s in spans:
+                if not s.count:
+                    s.count = self._count(g, s.start, s.end)
+            return
+        qs: list[tuple[int, int]] = [(s.start, s.end) for s in spans if not s.count]
+        dups = []
+        for s in spans:
+            if s.length >= p.dup_min_len:
+                b, e, tb, te = self._trimmed(s, g)
+                dups.append((s, b, e, tb, te))
+                if e > b:
+                    qs += [(b, min(e, b + p.dup_prefix_len)), (b, e)]
+        if not qs:
+            return
+        cnt = iter(self.engine.find_many_bytes(g.plan, [b for b, _ in qs], [e for _, e in qs])[0])
+        for s in spans:
+            if not s.count:
+                s.count = next(cnt)
+        for s, b, e, tb, te in dups:
+            g.dup[id(s)] = (tb, te, next(cnt), next(cnt)) if e > b else (tb, te, None, None)
 
     # -- the whole trace ------------------------------------------------------------------------
     def trace(self, generation_id: str, text: str) -> TraceOutput:
@@ -418,12 +624,13 @@ class Tracer:
 
         spans: list[_Span] = []
         full = None
+        jobs: list[tuple[_Span, random.Random | None, bool]] = []  # (span, rng, only_full_normalized)
         if self._occurs(g, 0, L):  # step 1: full match
             full = _Span(0, L, self._score(ids), kept=True, is_full=True)
-            out.documents += self._documents(full, g, sid(full), None)
+            jobs.append((full, None, False))
             spans.append(full)
 
-        n = longest_matches(self.engine, ids, self.stats, g.hints if g.bytes_ok else None)  # step 2
+        n = longest_matches(self.engine, ids, self.stats, g.hints if g.bytes_ok else None, plan=g.plan)  # step 2
         for b, e in self._filter(ids, maximal_spans(n), g):  # steps 3-4
             if full is not None and (b, e) == (0, L):
                 continue
@@ -448,20 +655,23 @@ class Tracer:
                 spans.append(union)
             else:
                 merged.append(s)
-        for s in merged:  # step 6: documents of the kept spans
-            out.documents += self._documents(s, g, sid(s), rng)
-
+        jobs += [(s, rng, False) for s in merged]  # step 6: documents of the kept spans
+        anchors: list[_Span] = []
         if full is None:  # step 8: anchors for documents holding the normalized generation
             anchors = sorted(partial, key=lambda s: (-s.length, s.score, s.start))[:p.n_anchors]
+            jobs += [(a, rng, True) for a in anchors]
+        found = self._documents_batch(jobs, g, sid)
+        for rows in found[:len(jobs) - len(anchors)]:
+            out.documents += rows
+        if anchors:
             have = {(d["span_id"], d["shard"], d["doc_ix"]) for d in out.documents}
-            for a in anchors:
-                for d in self._documents(a, g, sid(a), rng, only_full_normalized=True):
+            for rows in found[len(jobs) - len(anchors):]:
+                for d in rows:
                     if (d["span_id"], d["shard"], d["doc_ix"]) not in have:
                         out.documents.append(d)
 
+        self._count_spans(spans, g)
         for s in spans:
-            if not s.count:
-                s.count = self._count(g, s.start, s.end)
             span_id = sid(s)
             out.spans.append({
                 "span_id": span_id, "trace_id": self.trace_id, "generation_id": generation_id,

@@ -1,0 +1,240 @@
+"""Decoding, match tier and nv-recall of many document windows in one compiled call (numba, `nogil`).
+
+Why: per window the tracer decoded the tokens (a byte-table join), tested the two full-match tiers and ran
+nv-recall, each step a Python call holding the GIL between the compiled pieces; with ~60 windows per
+generation that glue was a large part of a trace. `scan_windows` does all of it for every new window of a
+generation at once, on the windows' index bytes (`IndexEngine.windows_bytes`), and leaves to Python only
+what it cannot answer exactly:
+
+* decoding: each token's bytes from the ByteLevel byte table (`tracer._byte_level_table`, as one flat
+  array), joined; then strict UTF-8 validation, exactly what Python's `bytes.decode("utf-8")` accepts
+  (no overlong forms, no surrogates, nothing above U+10FFFF). A window that is not valid UTF-8 (cut inside a
+  character) or holds an id outside the table gets status 0: the tracer decodes it with the tokenizer, as
+  `_fast_decoder` does;
+* exact_full_raw: the generation's UTF-8 bytes inside the window's (for valid UTF-8, byte containment is
+  string containment);
+* exact_full_normalized on ASCII windows: the whitespace-free prefilter of `_Gen.maybe_in`, then
+  `tierkernel.normalize_ascii` and containment (tier 0, "Python decides", for a non-ASCII window);
+* nv-recall of ASCII windows with `nvkernel.nv_counts` (lowercased and split there); non-ASCII windows and
+  hash collisions are left to `nv_recall_window`.
+
+Tests compare every output with the Python path (tests/python/test_trace_windows.py, test_trace_fast.py).
+Caveat (docs/footguns.md): numba's on-disk cache of this module is keyed on this file only, so after an edit
+of `nvkernel.py` or `tierkernel.py` the cached `scan_windows` keeps the old callee until this file changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ingest.trace import nvkernel, tierkernel
+from ingest.trace.nvkernel import nv_counts
+from ingest.trace.tierkernel import normalize_ascii
+
+_LOAD_ERROR: str | None = None
+
+try:
+    from numba import njit
+except Exception as e:  # pragma: no cover - platform dependent
+    njit = None
+    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+# tiers (res[:, 2]); 0: not decided here
+RAW, NORMALIZED, PARTIAL = 1, 2, 3
+# nv status (res[:, 3])
+NV_NONE, NV_DONE = 0, 1
+
+
+def _utf8_ok(a: Any, lo: int, hi: int) -> bool:
+    """a[lo:hi] is valid UTF-8 for Python's strict decoder."""
+    i = lo
+    while i < hi:
+        c = a[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            n = 1
+            lo2, hi2 = 0x80, 0xBF
+        elif c == 0xE0:
+            n = 2
+            lo2, hi2 = 0xA0, 0xBF
+        elif 0xE1 <= c <= 0xEC or 0xEE <= c <= 0xEF:
+            n = 2
+            lo2, hi2 = 0x80, 0xBF
+        elif c == 0xED:
+            n = 2
+            lo2, hi2 = 0x80, 0x9F
+        elif c == 0xF0:
+            n = 3
+            lo2, hi2 = 0x90, 0xBF
+        elif 0xF1 <= c <= 0xF3:
+            n = 3
+            lo2, hi2 = 0x80, 0xBF
+        elif c == 0xF4:
+            n = 3
+            lo2, hi2 = 0x80, 0x8F
+        else:
+            return False
+        if i + n >= hi:  # the sequence runs past the end
+            return False
+        b = a[i + 1]
+        if b < lo2 or b > hi2:
+            return False
+        for k in range(2, n + 1):
+            b = a[i + k]
+            if b < 0x80 or b > 0xBF:
+                return False
+        i += n + 1
+    return True
+
+
+def _contains(h: Any, hlo: int, hhi: int, nd: Any) -> bool:
+    """nd occurs in h[hlo:hhi] (nd non-empty)."""
+    m = nd.shape[0]
+    if m == 0:
+        return True
+    first = nd[0]
+    last = hhi - m
+    i = hlo
+    while i <= last:
+        if h[i] == first:
+            j = 1
+            while j < m and h[i + j] == nd[j]:
+                j += 1
+            if j == m:
+                return True
+        i += 1
+    return False
+
+
+def _squeezed_contains(h: Any, lo: int, hi: int, nd: Any) -> bool:
+    """nd occurs in h[lo:hi] with every ASCII whitespace byte (str.split's: space, \\t-\\r, \\x1c-\\x1f)
+    removed: `"".join(window.split())` of an ASCII window."""
+    sq = np.empty(hi - lo, dtype=np.uint8)
+    k = 0
+    for i in range(lo, hi):
+        c = h[i]
+        if not (c == 32 or 9 <= c <= 13 or 28 <= c <= 31):
+            sq[k] = c
+            k += 1
+    return _contains(sq, 0, k, nd)
+
+
+def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: Any, gen: Any, norm_gen: Any,
+                 squeezed: Any, nvgen: Any, params: Any, want_nv: Any, res: Any) -> tuple[Any, Any]:
+    """Window i is buf[bstart[i]:bend[i]] (tokens of width w, little-endian); want_nv[i]: 0 no nv-recall,
+    1 nv-recall, 2 nv-recall unless the tier is partial (an anchor's window); nvgen: the generation's words
+    (`PreparedGeneration.buf`, empty when it has none: no nv-recall here). Fills res[i] = (decoded as valid
+    UTF-8, ASCII, tier, nv status, matched words, generation words, document words) and returns (text bytes
+    of every window concatenated, offsets (n + 1)); an undecodable window's text is empty."""
+    n = bstart.shape[0]
+    ntab = toff.shape[0] - 1
+    total = 0
+    for i in range(n):
+        for p in range(bstart[i], bend[i], w):
+            t = 0
+            for k in range(w - 1, -1, -1):
+                t = (t << 8) | int(buf[p + k])
+            if t < ntab:
+                total += toff[t + 1] - toff[t]
+    text = np.empty(total, dtype=np.uint8)
+    off = np.zeros(n + 1, dtype=np.int64)
+    at = 0
+    for i in range(n):
+        start = at
+        ok = True
+        for p in range(bstart[i], bend[i], w):
+            t = 0
+            for k in range(w - 1, -1, -1):
+                t = (t << 8) | int(buf[p + k])
+            if t >= ntab:
+                ok = False
+                break
+            for j in range(toff[t], toff[t + 1]):
+                text[at] = tbytes[j]
+                at += 1
+        for c in range(7):
+            res[i, c] = 0
+        if not ok or not _utf8_ok(text, start, at):
+            at = start
+            off[i + 1] = at
+            continue
+        off[i + 1] = at
+        ascii_ = True
+        for j in range(start, at):
+            if text[j] >= 0x80:
+                ascii_ = False
+                break
+        res[i, 0] = 1
+        res[i, 1] = 1 if ascii_ else 0
+        tier = 0
+        if gen.shape[0] > 0 and _contains(text, start, at, gen):
+            tier = RAW
+        elif norm_gen.shape[0] == 0:
+            tier = PARTIAL
+        elif ascii_:
+            if not _squeezed_contains(text, start, at, squeezed):
+                tier = PARTIAL
+            else:
+                nm = normalize_ascii(text[start:at])
+                tier = NORMALIZED if _contains(nm, 0, nm.shape[0], norm_gen) else PARTIAL
+        res[i, 2] = tier
+        want = want_nv[i]
+        if want == 0 or tier == 0 or (want == 2 and tier == PARTIAL) or not ascii_ or nvgen.shape[0] == 0:
+            continue
+        st, matched, ng, nd = nv_counts(nvgen, text[start:at].copy(), True, params)
+        if st == 0:
+            res[i, 3] = NV_DONE
+            res[i, 4] = matched
+            res[i, 5] = ng
+            res[i, 6] = nd
+    return text, off
+
+
+PYTHON_KERNELS = {"scan_windows": scan_windows}
+
+if njit is not None:
+    try:
+        _jit = njit(nogil=True, cache=True)
+        _utf8_ok = _jit(_utf8_ok)
+        _contains = _jit(_contains)
+        _squeezed_contains = _jit(_squeezed_contains)
+        scan_windows = _jit(scan_windows)
+    except Exception as e:  # pragma: no cover - platform dependent
+        njit = None
+        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+_checked = False
+_check_lock = threading.Lock()
+
+
+def available() -> bool:
+    """Whether the compiled window scan loads (with the kernels it calls) and answers a tiny case right."""
+    global njit, _checked, _LOAD_ERROR
+    if _checked:
+        return njit is not None
+    with _check_lock:
+        if njit is not None and not _checked:
+            try:
+                if not (nvkernel.available() and tierkernel.available()):
+                    raise RuntimeError("nv-recall or tier kernel unavailable")
+                tb = np.frombuffer(b"ab\xc3\xa9 ", dtype=np.uint8)  # ids 0 "a", 1 "b", 2 "\xc3", 3 "\xa9", 4 " "
+                toff = np.array([0, 1, 2, 3, 4, 5], dtype=np.int64)
+                win = np.array([0, 4, 1, 2, 3, 2], dtype=np.uint8)  # "a b\xc3\xa9" then "\xc3" (cut)
+                g = np.frombuffer(bytearray(b"a b"), dtype=np.uint8)
+                res = np.zeros((2, 7), dtype=np.int64)
+                text, off = scan_windows(win, np.array([0, 5]), np.array([5, 6]), 1, tb, toff, g.copy(), g.copy(),
+                                         np.frombuffer(b"ab", dtype=np.uint8), g,
+                                         np.array([1, 1, 1, 1, 1, 1], dtype=np.int64), np.array([1, 1]), res)
+                if (text[off[0]:off[1]].tobytes() != "a b\u00e9".encode() or res[0, :3].tolist() != [1, 0, RAW]
+                        or res[1, 0] != 0):
+                    raise RuntimeError("compiled window scan self-check gave a wrong answer")
+            except Exception as e:  # pragma: no cover - platform dependent
+                njit = None
+                _LOAD_ERROR = f"{type(e).__name__}: {e}"
+        _checked = True
+    return njit is not None
