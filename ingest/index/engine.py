@@ -263,6 +263,7 @@ class IndexEngine:
         # token id -> its suffix-array range in every shard (found once with the engine): the start range of
         # the byte-level binary searches below. The index never changes, so this survives reopen().
         self._first: dict[int, list[tuple[int, int]]] = {}
+        self._first_dense: Any = None  # the same as a (vocab_size, shards, 2) int64 array, -1 = not yet (plan_bytes)
         # byte-level searches: compiled (ingest.index.sa_search) when numba loads, else pure Python.
         # None: decide at the first search; False forces pure Python (benchmarks, tests)
         self.compiled_search: bool | None = None
@@ -440,6 +441,13 @@ class IndexEngine:
         `lcp_at_rank_bytes` compares. Raises ValueError for ids outside the vocabulary or the separator."""
         import numpy as np
 
+        a = np.asarray(ids)
+        if a.size and a.dtype.kind in "iu":  # one vectorized range check (a list of Python ints: the common case)
+            lo, hi = int(a.min()), int(a.max())
+            if lo < 0 or hi >= self.separator_id:
+                raise ValueError(f"token ids must be in [0, {self.separator_id}) (the separator is excluded), got "
+                                 f"{lo}..{hi}")
+            return a.astype(_NP_DTYPE[self.width]).tobytes()
         q = self._ids(ids)
         return np.asarray(q, dtype=_NP_DTYPE[self.width]).tobytes()
 
@@ -689,20 +697,24 @@ class IndexEngine:
 
         w, n_shards = self.width, self.num_shards
         L = len(qbytes) // w
-        # first-token ranges of every start: one (cached) lookup per distinct token
-        toks = np.frombuffer(qbytes, dtype=_NP_DTYPE[w])
-        uniq, inv = np.unique(toks, return_inverse=True)
-        first = self._first
-        rng = []
-        for t in uniq.tolist():
-            segs = first.get(t)
-            if segs is None:
-                segs = self._first_ranges(int(t).to_bytes(w, "little"))
-            rng.append(segs)
-        table = np.array(rng, dtype=np.int64).reshape(len(uniq), n_shards, 2)
-        return QueryPlan(q=_np_bytes(qbytes), flo=np.ascontiguousarray(table[inv.reshape(-1), :, 0]),
-                         fhi=np.ascontiguousarray(table[inv.reshape(-1), :, 1]),
-                         hints=np.full((L, n_shards), -1, dtype=np.int64))
+        # first-token ranges of every start, from a dense per-token table filled on first use (the same
+        # ranges as `_first_ranges`; ids past the vocabulary size, if any, go through the dict)
+        toks = np.frombuffer(qbytes, dtype=_NP_DTYPE[w]).astype(np.int64)
+        dense = self._first_dense
+        if dense is None:
+            dense = self._first_dense = np.full((max(self.vocab_size, 1), n_shards, 2), -1, dtype=np.int64)
+        if L and int(toks.max()) < dense.shape[0]:
+            rows = dense[toks]
+            missing = np.flatnonzero(rows[:, 0, 0] < 0)
+            if missing.size:
+                for t in np.unique(toks[missing]).tolist():
+                    dense[t] = self._first_ranges(int(t).to_bytes(w, "little"))
+                rows = dense[toks]
+        else:
+            rows = np.array([self._first_ranges(int(t).to_bytes(w, "little")) for t in toks.tolist()],
+                            dtype=np.int64).reshape(L, n_shards, 2)
+        return QueryPlan(q=_np_bytes(qbytes), flo=np.ascontiguousarray(rows[:, :, 0]),
+                         fhi=np.ascontiguousarray(rows[:, :, 1]), hints=np.full((L, n_shards), -1, dtype=np.int64))
 
     def _kernel_maps(self) -> tuple[tuple, tuple, Any]:
         """(uint8 token views, uint8 table views, pointer widths) of every shard, for the kernels."""

@@ -66,7 +66,7 @@ def longest_matches(engine, ids: Sequence[int], stats: LookupStats | None = None
     if not L:
         return out
     if all(hasattr(engine, a) for a in ("ids_bytes", "occurs_bytes", "longest_matches_bytes")):
-        qb = engine.ids_bytes(ids)
+        qb = bytes(plan.q) if plan is not None else engine.ids_bytes(ids)
         # compiled, one call; None if unavailable
         done = engine.longest_matches_bytes(qb, plan=plan) if plan is not None else engine.longest_matches_bytes(qb)
         if done is not None:
@@ -145,7 +145,8 @@ def maximal_spans(n: Sequence[int]) -> list[tuple[int, int]]:
     prev_end = 0
     for b, nb in enumerate(n):
         end = b + nb
-        if nb > 0 and end > prev_end:
-            spans.append((b, end))
-        prev_end = max(prev_end, end)
+        if end > prev_end:
+            if nb > 0:
+                spans.append((b, end))
+            prev_end = end
     return spans

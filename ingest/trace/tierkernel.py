@@ -12,6 +12,7 @@ Tests compare it with `normalize_document` on random ASCII text (tests/python/te
 from __future__ import annotations
 
 import threading
+import unicodedata
 from typing import Any
 
 import numpy as np
@@ -115,9 +116,26 @@ def available() -> bool:
     return njit is not None
 
 
-def normalized_holds(norm_gen: bytes, window: str) -> bool | None:
-    """Whether `norm_gen` (a normalized generation, UTF-8) occurs in `normalize_document(window)`, or None
-    when this cannot answer (a non-ASCII window, or numba missing): then normalize in Python."""
-    if not window.isascii() or not available():
+def normalized_holds(norm_gen: bytes, window: str, raw: bytes | None = None) -> bool | None:
+    """Whether `norm_gen` (a normalized generation, UTF-8, not empty) occurs in `normalize_document(window)`,
+    or None when this cannot answer (numba missing, or a window that NFKC would change): then normalize in
+    Python. `raw`: the window's UTF-8 bytes, when the caller has them.
+
+    A non-ASCII window that is already NFKC-normal (`unicodedata.is_normalized`, a C quick check) is
+    answered here too: NFKC is then the identity, and the other rewrites of `normalize_document` touch ASCII
+    characters only (CR, LF, space, tab), which are single bytes in UTF-8 that no multi-byte character
+    contains, so the scan over the UTF-8 bytes rewrites exactly the same characters. Only str.strip() differs
+    (it also strips non-ASCII whitespace at the ends), which cannot change containment: the normalized
+    generation is itself stripped, so it neither starts nor ends with whitespace."""
+    if not norm_gen or not available():
         return None
-    return norm_gen in normalize_ascii(np.frombuffer(window.encode("ascii"), dtype=np.uint8)).tobytes()
+    if raw is None:
+        if window.isascii():
+            raw = window.encode("ascii")
+        elif unicodedata.is_normalized("NFKC", window):
+            raw = window.encode("utf-8", "surrogatepass")
+        else:
+            return None
+    elif not window.isascii() and not unicodedata.is_normalized("NFKC", window):
+        return None
+    return norm_gen in normalize_ascii(np.frombuffer(raw, dtype=np.uint8)).tobytes()

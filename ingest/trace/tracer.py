@@ -64,6 +64,7 @@ class _Span:
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _PARAMS0 = np.zeros(6, dtype=np.int64)
 _TIERS = {1: "exact_full_raw", 2: "exact_full_normalized", 3: "partial", 0: None}
+_TIER_CODES = {v: k for k, v in _TIERS.items()}
 
 
 class _Gen:
@@ -94,12 +95,13 @@ class _Gen:
             self._norm_doc = normalize_document(self.text)
         return self._norm_doc
 
-    def normalized_in(self, window: str) -> bool:
+    def normalized_in(self, window: str, raw: bytes | None = None) -> bool:
         """The normalized generation occurs in the normalized window (the exact_full_normalized tier); ASCII
-        windows are normalized by the compiled scan (`ingest.trace.tierkernel`, GIL released)."""
+        and NFKC-normal windows are normalized by the compiled scan (`ingest.trace.tierkernel`, GIL
+        released). `raw`: the window's UTF-8 bytes, when known."""
         if self._norm_bytes is None:
             self._norm_bytes = self.norm_doc.encode("utf-8")
-        held = normalized_holds(self._norm_bytes, window)
+        held = normalized_holds(self._norm_bytes, window, raw)
         return self.norm_doc in normalize_document(window) if held is None else held
 
     def maybe_in(self, window: str) -> bool:
@@ -498,7 +500,10 @@ class Tracer:
             for t, (k, i) in enumerate(todo.items()):
                 valid, _, tier, nv_done, matched, ng, nd = res_l[t]
                 if valid:
-                    window = text[off_l[t]:off_l[t + 1]].tobytes().decode("utf-8")
+                    raw = text[off_l[t]:off_l[t + 1]].tobytes()
+                    window = raw.decode("utf-8")
+                    if not tier:  # a non-ASCII window: the normalized tier from its bytes when NFKC-normal
+                        tier = _TIER_CODES[self._tier(g, window, raw)]
                 else:
                     window = self._decode(np.frombuffer(wb.buf[boff[i]:boff[i + 1]].tobytes(),
                                                         dtype=f"<u{w}").tolist())
@@ -531,10 +536,10 @@ class Tracer:
         return out
 
     @staticmethod
-    def _tier(g: _Gen, window: str) -> str:
+    def _tier(g: _Gen, window: str, raw: bytes | None = None) -> str:
         if g.text and g.text in window:
             return "exact_full_raw"
-        if g.norm_doc and g.maybe_in(window) and g.normalized_in(window):
+        if g.norm_doc and g.maybe_in(window) and g.normalized_in(window, raw):
             return "exact_full_normalized"
         return "partial"
 
