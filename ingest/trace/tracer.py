@@ -625,7 +625,14 @@ class Tracer:
         p = self.p
         rng = rng_for(p.seed, text)
         g = _Gen(self.engine, text, ids)
-        sid = lambda s: make_key(self.trace_id, generation_id, s.start, s.end)  # noqa: E731
+        span_ids: dict[tuple[int, int], str] = {}
+
+        def sid(s: _Span) -> str:  # a span's key, hashed once per trace (several steps name the same span)
+            k = (s.start, s.end)
+            v = span_ids.get(k)
+            if v is None:
+                v = span_ids[k] = make_key(self.trace_id, generation_id, s.start, s.end)
+            return v
 
         spans: list[_Span] = []
         full = None

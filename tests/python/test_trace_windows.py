@@ -1,0 +1,199 @@
+"""The compiled window path of the tracer gives exactly what the Python steps give.
+
+- `windowkernel.scan_windows` (decode through a byte table, strict UTF-8, tiers, nv-recall) against Python's
+  own `bytes.decode`, `normalize_document` and `nv_recall_words` on random windows: invalid and truncated
+  UTF-8, surrogates, overlong forms, ASCII whitespace of every kind, planted and respaced generations.
+- `tierkernel.normalized_holds` on NFKC-normal non-ASCII windows against `normalize_document`.
+- `IndexEngine.windows_bytes` / `find_many_bytes` against `docs_by_ranks` / `find_bytes` on a small index,
+  and a moved suffix-array entry refused (the caller then raises through `docs_by_ranks`).
+The whole tracer (compiled path against the slow engine) is compared in test_trace_fast.py.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from ingest.trace import windowkernel as wk
+from ingest.trace.normalize import normalize_document, normalize_words
+from ingest.trace.nvrecall import PreparedGeneration, nv_recall_words
+
+pytestmark = pytest.mark.skipif(not wk.available(), reason=f"numba unavailable: {wk._LOAD_ERROR}")
+
+# token i = byte i (the bytes tokenizer's table); array kinds as the tracer passes them (read-only table,
+# writable window buffer), so the kernel's cached compilation is reused
+_TABLE = np.frombuffer(bytes(range(256)), dtype=np.uint8)
+_TOFF = np.arange(257, dtype=np.int64)
+_TIER = {wk.RAW: "exact_full_raw", wk.NORMALIZED: "exact_full_normalized", wk.PARTIAL: "partial"}
+
+
+def _scan(gen: str, windows: list[bytes], want: int = 1):
+    buf = np.frombuffer(bytearray(b"".join(windows)), dtype=np.uint8)
+    ends = np.cumsum([len(w) for w in windows]).astype(np.int64)
+    starts = ends - np.array([len(w) for w in windows], dtype=np.int64)
+    norm = normalize_document(gen)
+    words = normalize_words(gen)
+    pg = PreparedGeneration(words) if words else None
+    res = np.zeros((len(windows), 7), dtype=np.int64)
+    text, off = wk.scan_windows(
+        buf, starts, ends, 1, _TABLE, _TOFF, np.frombuffer(gen.encode(), dtype=np.uint8),
+        np.frombuffer(norm.encode(), dtype=np.uint8), np.frombuffer("".join(norm.split()).encode(), dtype=np.uint8),
+        pg.buf if pg else np.zeros(0, dtype=np.uint8), pg.param_array if pg else np.zeros(6, dtype=np.int64),
+        np.full(len(windows), want, dtype=np.int64), res)
+    return text, off, res, pg
+
+
+def _python_tier(gen: str, window: str) -> str:
+    norm = normalize_document(gen)
+    if gen and gen in window:
+        return "exact_full_raw"
+    if norm and norm in normalize_document(window):
+        return "exact_full_normalized"
+    return "partial"
+
+
+def test_decoding_accepts_exactly_what_python_decodes() -> None:
+    rng = random.Random(4)
+    pieces = [b"a", b" ", b"\n", "\u00e9".encode(), "\u20ac".encode(), "\U0001f389".encode(), b"\xc3", b"\xa9",
+              b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\x80", b"\xe0\x80\x80", b"\xf4\x90\x80\x80", b"\xf5", b"\xff",
+              b"\xf0\x9f\x8e", b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf", b"\xe0\xa0\x80", b"\xf0\x90\x80\x80"]
+    windows = [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    windows += [bytes([b]) for b in range(256)] + [bytes([a, b]) for a in range(0xC0, 0x100, 3) for b in range(0x70, 0xD0)]
+    text, off, res, _ = _scan("zz", windows)
+    valid = 0
+    for i, w in enumerate(windows):
+        try:
+            want = w.decode("utf-8")
+        except UnicodeDecodeError:
+            want = None
+        assert bool(res[i, 0]) == (want is not None), w
+        if want is not None:
+            valid += 1
+            assert text[off[i]:off[i + 1]].tobytes().decode("utf-8") == want
+            assert bool(res[i, 1]) == want.isascii()
+    assert 500 < valid < len(windows) - 500
+
+
+def test_tiers_and_nv_recall_equal_the_python_steps() -> None:
+    rng = random.Random(7)
+    words = ["def", "return", "x", "Foo", "BAR", "(a,", "b)", "==", "caf\u00e9", "\u00fcber", "'q'", "1.5"]
+    seps = [" ", "  ", "\t", "\n", "\r\n", "\n\n\n", " \n ", "\x0b", "\x0c", "\x1c"]
+    seen = {t: 0 for t in _TIER.values()}
+    for _ in range(150):
+        gen = "".join(rng.choice(words) + rng.choice(seps[:5]) for _ in range(rng.randint(0, 14))).strip(" ")
+        windows = []
+        for _ in range(12):
+            w = "".join(rng.choice(words) + rng.choice(seps) for _ in range(rng.randint(0, 60)))
+            r = rng.random()
+            if gen and r < 0.3:  # the generation itself
+                k = rng.randint(0, len(w))
+                w = w[:k] + gen + w[k:]
+            elif gen and r < 0.6:  # its normalized form, respaced
+                k = rng.randint(0, len(w))
+                sp = normalize_document(gen).replace(" ", rng.choice(["  ", "\t", " \t"]))
+                w = w[:k] + sp.replace("\n", rng.choice(["\r\n", " \n", "\n \n"])) + w[k:]
+            windows.append(w)
+        for want in (1, 2):
+            text, off, res, pg = _scan(gen, [w.encode() for w in windows], want)
+            for i, w in enumerate(windows):
+                assert res[i, 0] == 1 and bool(res[i, 1]) == w.isascii()
+                truth = _python_tier(gen, w)
+                if res[i, 2]:
+                    assert _TIER[res[i, 2]] == truth, (gen, w)
+                    seen[truth] += 1
+                else:  # left to Python: only non-ASCII windows that do not hold the raw text
+                    assert not w.isascii() and truth != "exact_full_raw"
+                done = res[i, 3] == wk.NV_DONE
+                if done:
+                    nv = nv_recall_words(pg.words, normalize_words(w), pg.params)
+                    assert (res[i, 4], res[i, 5], res[i, 6]) == (nv.matched_words, nv.generation_words,
+                                                                 nv.document_words), (gen, w)
+                # computed exactly when asked for and answerable here
+                expect = bool(pg) and w.isascii() and (want == 1 or truth != "partial")
+                assert done == expect
+    assert min(seen.values()) > 20, seen
+
+
+def test_normalized_tier_of_nfkc_normal_windows_equals_normalize_document() -> None:
+    from ingest.trace import tierkernel
+
+    rng = random.Random(2)
+    alphabet = ["a", "b", " ", "  ", "\t", "\n", "\r\n", "\r", "\n\n\n", "\x0b", "\x1f", "\x85", "\u2028", "\u00e9",
+                "\u00a0", "\u3000", "\ufb01", "\u2014", "."]
+    answered = found = 0
+    for _ in range(6000):
+        gen = normalize_document("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))))
+        window = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25)))
+        if gen and rng.random() < 0.5:
+            k = rng.randint(0, len(window))
+            window = window[:k] + gen.replace(" ", rng.choice([" ", "\t", "  "])) + window[k:]
+        if not gen:
+            continue
+        held = tierkernel.normalized_holds(gen.encode(), window)
+        truth = gen in normalize_document(window)
+        if held is not None:
+            answered += 1
+            found += truth
+            assert held == truth, (gen, window)
+            assert tierkernel.normalized_holds(gen.encode(), window, window.encode()) == truth
+    assert answered > 600 and found > 150, (answered, found)
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory):
+    from ingest.index import IndexEngine, build_index
+
+    root = tmp_path_factory.mktemp("win-corpus")
+    rng = random.Random(5)
+    vocab = ["alpha", "beta", "gamma", "delta", "caf\u00e9", "\n", "  ", "x = 1", "return y"]
+    with open(root / "docs.jsonl", "w") as f:
+        for i in range(60):
+            text = " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 80)))
+            f.write(json.dumps({"text": text, "id": f"d{i}", "source": "s"}) + "\n")
+    out = tmp_path_factory.mktemp("win-idx") / "idx"
+    build_index([root], "bytes", out, shards=2, progress=False)
+    eng = IndexEngine(str(out), reopen_every=None)
+    yield eng
+    eng.close()
+
+
+def test_engine_windows_equal_docs_by_ranks(small_index) -> None:
+    eng = small_index
+    rng = random.Random(8)
+    texts = ["alpha beta", "gamma", "caf\u00e9 delta", "return y alpha", "x = 1 x = 1", "beta  gamma"]
+    for text in texts:
+        qb = eng.ids_bytes(list(text.encode()))
+        plan = eng.plan_bytes(qb)
+        L = len(qb)
+        pieces = [(b, min(L, b + rng.randint(1, 8))) for b in range(L) for _ in range(2)]
+        cnts, lo, hi = eng.find_many_bytes(plan, [b for b, _ in pieces], [e for _, e in pieces])
+        for i, (b, e) in enumerate(pieces):
+            f = eng.find_bytes(qb[b:e])
+            assert cnts[i] == f["cnt"] and list(zip(lo[i].tolist(), hi[i].tolist())) == f["segment_by_shard"]
+        shards, ranks, starts, ends = [], [], [], []
+        for i, (b, e) in enumerate(pieces):
+            for s in range(eng.num_shards):
+                for r in range(int(lo[i, s]), min(int(hi[i, s]), int(lo[i, s]) + 3)):
+                    shards.append(s)
+                    ranks.append(r)
+                    starts.append(b)
+                    ends.append(e)
+        for ctx in (0, 3, 40):
+            wb = eng.windows_bytes(plan, shards, ranks, starts, ends, ctx)
+            assert wb is not None and len(ranks) > 20
+            for i, (s, r, b, e) in enumerate(zip(shards, ranks, starts, ends)):
+                (d,) = eng.docs_by_ranks([(s, r)], needle_len=e - b, max_ctx_len=ctx, found=True)
+                assert (int(wb.shard[i]), int(wb.doc_ix[i]), int(wb.doc_len[i]), int(wb.window_start[i])) == \
+                    (d.shard, d.doc_ix, d.doc_len, d.window_start)
+                assert wb.buf[wb.boff[i]:wb.boff[i + 1]].tolist() == d.tokens
+                assert eng.doc_metadata(s, int(wb.local[i])) == (d.path, d.linenum, d.metadata)
+    # a rank whose suffix does not hold the piece (what a moved suffix-array entry looks like): refused
+    qb = eng.ids_bytes(list(b"alpha"))
+    plan = eng.plan_bytes(qb)
+    _, lo, _ = eng.find_many_bytes(plan, [0], [5])
+    s = int(np.argmax(lo[0] > 0))
+    assert eng.windows_bytes(plan, [s], [int(lo[0, s]) - 1], [0], [5], 4) is None
+    assert eng.windows_bytes(plan, [s], [eng.tok_cnt(s)], [0], [5], 4) is None  # past the suffix array
