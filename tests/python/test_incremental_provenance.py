@@ -103,6 +103,30 @@ def test_incremental_provenance_equals_a_full_refresh(tmp_path: Path) -> None:
     generations_after = {r[10] for r in refreshed["int_document_reproductions"]}
     assert "r6_unc" in runs_after and "r_gen" not in runs_after and "unc_0" not in generations_after
 
+    # a provenance row (what `lmaudit provenance` read) recomputes its document; the others are reused
+    with duckdb.connect(str(db_path(home2))) as con:
+        (key_a, ix_a), (key_b, ix_b, text_b) = con.execute(
+            "select corpus_key, doc_ix from fct_document_provenance order by corpus_key, doc_ix limit 1").fetchone(), \
+            con.execute("select corpus_key, doc_ix, longest_span_text from fct_document_provenance "
+                        "order by corpus_key desc, doc_ix desc limit 1").fetchone()
+        assert (key_a, ix_a) != (key_b, ix_b)
+        con.execute("update fct_document_provenance set longest_span_text = 'tampered' "
+                    "where corpus_key = ? and doc_ix = ?", [key_b, ix_b])
+    Lake(home2).write("document_provenance", "p", [{
+        "provenance_id": "p1", "corpus_key": key_a, "doc_ix": ix_a, "licence_detected": "MIT", "source": "s"}])
+    _build(home2)
+    with duckdb.connect(str(db_path(home2))) as con:
+        assert con.execute("select licence, is_read from fct_document_provenance where corpus_key = ? and doc_ix = ?",
+                           [key_a, ix_a]).fetchone() == ("MIT", True)
+        assert con.execute("select longest_span_text from fct_document_provenance where corpus_key = ? "
+                           "and doc_ix = ?", [key_b, ix_b]).fetchone()[0] == "tampered"
+        con.execute("update fct_document_provenance set longest_span_text = ? where corpus_key = ? and doc_ix = ?",
+                    [text_b, key_b, ix_b])
+    incremental = _tables(home2)
+    _build(home2, full_refresh=True)
+    refreshed = _tables(home2)
+    assert refreshed == incremental
+
     # a changed var the model reads (mid_span_tokens) recomputes every group
     vars_ = "{propme_mid_span_tokens: 45}"
     _build(home2, vars_=vars_)

@@ -3,12 +3,55 @@
 -- fields, NULL when the corpus has none), its licence (the metadata's licence field normalised to SPDX, else the
 -- licence detected in its whole text by `lmaudit provenance`), and which runs, models, settings and generations
 -- reproduce it, with the longest span. is_read is false for a document `lmaudit provenance` has not read yet (its
--- licence is NULL).
+-- licence is NULL). Incremental by document (macros/provenance_document_incremental.sql): a document's row is
+-- recomputed when a (run, tracing pass) group that reproduces it is added, changed or removed, or when its
+-- provenance row or corpus name changes; a build with nothing changed aggregates no document.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ provenance_document_delete_stale() }}"
+) }}
+
 with
+
+all_reproductions as (
+
+    select * from {{ ref('int_document_reproductions') }}
+
+),
+
+groups as (
+
+    {{ provenance_document_groups() }}
+
+),
+
+todo as (
+
+    select distinct
+        all_reproductions.corpus_key,
+        all_reproductions.doc_ix
+    from all_reproductions
+    {% if is_incremental() -%}
+        anti join {{ this }} as old
+            on all_reproductions.corpus_key = old.corpus_key and all_reproductions.doc_ix = old.doc_ix
+    {%- endif %}
+
+),
 
 reproductions as (
 
-    select * from {{ ref('int_document_reproductions') }}
+    select
+        all_reproductions.*,
+        groups.group_key
+    from all_reproductions
+    inner join todo on all_reproductions.corpus_key = todo.corpus_key and all_reproductions.doc_ix = todo.doc_ix
+    inner join groups
+        on
+            all_reproductions.run_id = groups.run_id
+            and all_reproductions.trace_id = groups.trace_id
+            and all_reproductions.input_hash is not distinct from groups.input_hash
 
 ),
 
@@ -49,7 +92,8 @@ by_document as (
             when bool_or(best_match_tier = 'exact_full_raw') then 'exact_full_raw'
             when bool_or(best_match_tier = 'exact_full_normalized') then 'exact_full_normalized'
             else 'partial'
-        end as best_match_tier
+        end as best_match_tier,
+        list(distinct group_key order by group_key) as group_keys
     from reproductions
     group by corpus_key, doc_ix
 
@@ -94,7 +138,9 @@ final as (
         by_document.max_nv_recall,
         by_document.best_match_tier,
         provenance.doc_tokens,
-        provenance.metadata
+        provenance.metadata,
+        by_document.group_keys,
+        {{ provenance_document_hash('by_document.group_keys') }} as input_hash
     from by_document
     left join provenance on by_document.corpus_key = provenance.corpus_key and by_document.doc_ix = provenance.doc_ix
     left join corpora on coalesce(provenance.corpus_id, by_document.corpus_id) = corpora.corpus_id
