@@ -137,6 +137,7 @@ def sweep(
     estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators of dbt_project.yml).")] = None,
     study: Annotated[Optional[str], typer.Option("--study", help="Name of the sweep (default: the model's folder name); a rerun with the same name resumes it.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the classifiers and the reference subsets.")] = 0,
+    vars_: Annotated[Optional[str], typer.Option("--vars", help="dbt vars as for lmaudit build (YAML), e.g. '{mixture_model_aliases: {/models/OLMo-1B-hf: OLMo-1B}}': the stored truth and default estimators follow them.")] = None,
 ) -> None:
     """LLMSurgeon's ablations on one model and reference set: each grid point trains a classifier with the
     `classify train` protocol, classifies the samples and runs every estimator; rows go to mixture_sweeps
@@ -146,6 +147,9 @@ def sweep(
                                       parse_grid, run_sweep)
     from ingest.names import check_name
 
+    from ingest.build_vars import check_vars
+
+    given_vars = check_vars(vars_)
     axes = parse_grid(axis)
     if (run is None) == (model is None):
         raise UserError("give exactly one of --run (classify an existing run) or --model with --corpus (sample it)")
@@ -176,7 +180,8 @@ def sweep(
         printed.append((p.axis, p.value, overlap_by_estimator(rows), cached,
                         max((r["seconds"] or 0 for r in rows), default=0.0)))
 
-    res = run_sweep(lake, spec, sampler, domains=_split(domains), sources=_split(reference_source), on_point=show)
+    res = run_sweep(lake, spec, sampler, domains=_split(domains), sources=_split(reference_source), on_point=show,
+                    vars_=given_vars)
     console.print(f"mixture sweep {name!r} of {sampler.model}: {len(res.points)} grid points, {len(res.computed)} "
                   f"computed, {len(res.skipped)} done before, {res.seconds:.0f} s; overlap accuracy % against the "
                   "documented mixture:", markup=False, highlight=False, soft_wrap=True)
@@ -198,6 +203,7 @@ def inject(
     estimators: Annotated[Optional[str], typer.Option("--estimators", help="Comma-separated estimators (default: var mixture_estimators).")] = None,
     study: Annotated[Optional[str], typer.Option("--study", help="Name of the study (default inject-<domain>-<steps>steps, then -<size>, -seed<N>, -base<key> where they are not the defaults).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sandboxes, reference documents and classifier.")] = 0,
+    vars_: Annotated[Optional[str], typer.Option("--vars", help="dbt vars as for lmaudit build (YAML), e.g. '{mixture_model_aliases: {/models/OLMo-1B-hf: OLMo-1B}}': the stored truth and default estimators follow them.")] = None,
 ) -> None:
     """LLMSurgeon's toxic injection (Table 9) on the sandbox: one model per share of an injected domain
     (cached), one frozen classifier, the estimate of the injected share beside the truth; rows go to
@@ -209,12 +215,15 @@ def inject(
 
     if n < 1 or per_domain < 5:
         raise UserError("--n must be >= 1 and --per-domain >= 5 (the cross-fitting folds)")
+    from ingest.build_vars import check_vars
+
+    given_vars = check_vars(vars_)
     ests = check_estimators(_split(estimators)) if estimators is not None else ()
     shares_ = DEFAULT_SHARES if shares is None else parse_shares(shares)
     plan = make_plan(domain, shares_, base, size, DEFAULT_STEPS if steps is None else steps, seed)
     st = state(ctx)
     res = run_inject(st.lake, st.home, plan, study=study, n_generations=n, per_domain=per_domain, estimators=ests,
-                     log=lambda s: console.print(s, markup=False, highlight=False))
+                     log=lambda s: console.print(s, markup=False, highlight=False), vars_=given_vars)
     name = study or default_study(plan)
     rows = [r for r in st.lake.read("mixture_sweeps").to_pylist()
             if r["study"] == name and r["axis"] == "inject" and r["domain"] == domain]

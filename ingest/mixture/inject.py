@@ -127,9 +127,10 @@ class InjectResult:
 
 def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = None, n_generations: int = NEUTRAL.n_generations,
                per_domain: int = 150, estimators: tuple[str, ...] = (), progress: bool = True,
-               log: Callable[[str], None] = lambda s: None) -> InjectResult:
-    """Train (or reuse) one sandbox model per share, one frozen classifier, sample, estimate, write."""
-    from ingest.mixture.sweep import check_estimators, default_estimators
+               log: Callable[[str], None] = lambda s: None, vars_: dict | None = None) -> InjectResult:
+    """Train (or reuse) one sandbox model per share, one frozen classifier, sample, estimate, write. `vars_`: the
+    user's --vars (as for `lmaudit build`: aliases, estimators) over dbt_project.yml's."""
+    from ingest.mixture.sweep import (changed_truth_vars, check_estimators, default_estimators, mixture_vars)
     from ingest.references import import_references
     from ingest.sandbox.reference import held_out_documents, write_reference_jsonl
     from ingest.sandbox.register import build_and_register
@@ -138,7 +139,9 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
     t_all = time.perf_counter()
     timings: dict[str, float] = {}
     study = study or default_study(plan)
-    estimators = check_estimators(estimators) if estimators else default_estimators()
+    estimators = check_estimators(estimators) if estimators else default_estimators(vars_)
+    aliases = mixture_vars(vars_).get("mixture_model_aliases") or {}
+    truth_vars = changed_truth_vars(vars_)
     boxes = {}
     for s in plan.shares:
         t = time.perf_counter()
@@ -176,7 +179,8 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
         sampler = Sampler(model=model, corpus=corpus, n_generations=n_generations)
         params = {"plan": {"domain": plan.domain, "share": s, "mixture": plan.mixture_spec(s), "size": plan.size,
                            "steps": plan.steps, "seed": plan.seed}, "estimators": list(estimators),
-                  "references": ref_key, "n_generations": n_generations, "backend": base.backend}
+                  "references": ref_key, "n_generations": n_generations, "backend": base.backend,
+                  **({"truth_vars": truth_vars} if truth_vars else {})}
         config = make_key(json.dumps(params, sort_keys=True, default=str))
         part = point_partition(study, model, point)
         if point_done(lake, part, config):
@@ -191,10 +195,10 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
                                       progress=progress)
         nonempty = [x for x in texts if x.strip()]
         gen = clf.crossfit.posteriors(nonempty)
-        documented, truth_source = documented_truth(lake, model)
+        documented, truth_source = documented_truth(lake, model, aliases)
         rows = point_rows(study=study, model=model, point=point, clf=clf, gen=gen, estimators=estimators,
                           documented=documented, truth_source=truth_source, run_id=run_id,
-                          target_domain=plan.domain, params=params, seconds=time.perf_counter() - t)
+                          target_domain=plan.domain, params=params, seconds=time.perf_counter() - t, vars_=vars_)
         lake.write(TABLE, part, rows, meta={"config": config, "study": study, "axis": "inject", "value": point.value})
         timings[f"generate+estimate {s:g}"] = time.perf_counter() - t
         computed.append(s)

@@ -246,28 +246,45 @@ def load_references(lake: Lake, domains: list[str] | None, sources: list[str] | 
     return References(list(doms), cols["ref_doc_id"], cols["text"], cols["label"], cols["fold"])
 
 
-def documented_truth(lake: Lake, model: str) -> tuple[dict[str, float] | None, str | None]:
+def documented_truth(lake: Lake, model: str, aliases: dict[str, str] | None = None
+                     ) -> tuple[dict[str, float] | None, str | None]:
     """The model's documented mixture from the lake's `mixtures_documented` (the sandbox's truth, or `mixture
     documented add`), matched as the marts match a run: the full name, else the run model's last path part,
-    case-insensitively (the documented name whole: two folders both called `model` are not one model). None when
-    there is none."""
+    case-insensitively (the documented name whole: two folders both called `model` are not one model), else the
+    documented name var `mixture_model_aliases` gives the run's model (`aliases`, keyed by the model exactly as the
+    run names it). None when there is none."""
     rows = lake.read("mixtures_documented").to_pylist()
-    for doc_key, run_key in ((lambda m: m, lambda m: m), (str.lower, str.lower),
-                             (str.lower, lambda m: m.rsplit("/", 1)[-1].lower())):
+    alias = (aliases or {}).get(model)
+    rules = [(lambda m: m, lambda m: m), (str.lower, str.lower), (str.lower, lambda m: m.rsplit("/", 1)[-1].lower())]
+    if alias is not None:
+        rules.append((str.lower, lambda m: str(alias).lower()))
+    for doc_key, run_key in rules:
         hit = [r for r in rows if doc_key(r["model"]) == run_key(model)]
         if hit:
             return {r["domain"]: float(r["weight"]) for r in hit}, hit[0]["source"]
     return None, None
 
 
-def mixture_vars() -> dict[str, Any]:
-    """The mixture vars of dbt_project.yml that the marts use, so a sweep reads a documented mixture as
+# the vars that decide a sweep row's truth: a sweep stores the truth, so these reach its resume key when changed
+TRUTH_VARS = ("mixture_model_aliases", "mixture_domain_aliases", "mixture_max_uncovered_weight")
+
+
+def mixture_vars(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The vars of dbt_project.yml that the marts use, updated with `overrides` (the `--vars` a user gives
+    `lmaudit build`, checked by `ingest.build_vars.check_vars`), so a sweep reads a documented mixture as
     `fct_mixture_evaluation` does and runs the estimators `fct_mixture_estimates` runs."""
     import yaml
 
     from ingest.home import project_dir
 
-    return yaml.safe_load((project_dir() / "dbt_project.yml").read_text())["vars"]
+    return {**yaml.safe_load((project_dir() / "dbt_project.yml").read_text())["vars"], **(overrides or {})}
+
+
+def changed_truth_vars(overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The truth vars whose value differs from dbt_project.yml's, for a point's resume key: a sweep rerun with
+    other aliases computes its points again, one with none (or the defaults) finds the points it wrote before."""
+    v, d = mixture_vars(overrides), mixture_vars()
+    return {k: v[k] for k in TRUTH_VARS if v.get(k) != d.get(k)}
 
 
 def truth_for(documented: dict[str, float] | None, classes: list[tuple[str, tuple[str, ...]]],
@@ -366,12 +383,13 @@ def train_point_classifier(refs: References, cfg: PointConfig, *, seed: int = 0,
 def point_rows(*, study: str, model: str, point: GridPoint, clf: TrainedClassifier, gen: np.ndarray,
                estimators: tuple[str, ...], documented: dict[str, float] | None, truth_source: str | None,
                run_id: str | None, target_domain: str | None = None, params: dict | None = None,
-               seconds: float = 0.0) -> list[dict]:
-    """The `mixture_sweeps` rows of one grid point: every estimator's share of every class, beside the truth."""
+               seconds: float = 0.0, vars_: dict[str, Any] | None = None) -> list[dict]:
+    """The `mixture_sweeps` rows of one grid point: every estimator's share of every class, beside the truth
+    (`vars_`: the user's --vars over dbt_project.yml's)."""
     from ingest.marts.mixture import ESTIMATION_ERRORS
     from ingest.mixture import estimate
 
-    v = mixture_vars()
+    v = mixture_vars(vars_)
     truth = truth_for(documented, clf.classes, v.get("mixture_domain_aliases") or {},
                       float(v.get("mixture_max_uncovered_weight", 1.0)))
     now = datetime.now(timezone.utc)
@@ -413,10 +431,10 @@ def point_done(lake: Lake, partition: str, config: str) -> bool:
 
 # ------------------------------------------------------------------------------------------------ the sweep
 
-def default_estimators() -> tuple[str, ...]:
-    """The mart's estimators (var mixture_estimators of dbt_project.yml), so a sweep and fct_mixture_estimates
-    compare the same list."""
-    return tuple(mixture_vars()["mixture_estimators"])
+def default_estimators(vars_: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The mart's estimators (var mixture_estimators of dbt_project.yml, or of --vars), so a sweep and
+    fct_mixture_estimates compare the same list."""
+    return tuple(mixture_vars(vars_)["mixture_estimators"])
 
 
 def check_estimators(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -543,13 +561,17 @@ def plan_checks(spec: SweepSpec, refs: References, sampler: Sampler, lake: Lake)
 
 def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[str] | None = None,
               sources: list[str] | None = None, progress: bool = True,
-              on_point: Callable[[GridPoint, list[dict], bool], None] | None = None) -> SweepResult:
-    """Compute every grid point not already in the lake with these settings; write each as one partition."""
+              on_point: Callable[[GridPoint, list[dict], bool], None] | None = None,
+              vars_: dict[str, Any] | None = None) -> SweepResult:
+    """Compute every grid point not already in the lake with these settings; write each as one partition.
+    `vars_`: the user's --vars (as for `lmaudit build`), e.g. mixture_model_aliases to find the truth."""
     t_all = time.perf_counter()
     refs = load_references(lake, domains, sources)
     plan_checks(spec, refs, sampler, lake)
-    estimators = spec.estimators or default_estimators()
-    documented, truth_source = documented_truth(lake, sampler.model)
+    estimators = spec.estimators or default_estimators(vars_)
+    documented, truth_source = documented_truth(lake, sampler.model,
+                                                mixture_vars(vars_).get("mixture_model_aliases") or {})
+    truth_vars = changed_truth_vars(vars_)
     n_base = sampler.n_generations if sampler.run_id is None else (sampler.n_available(lake) or 0)
     n_run = max([n_base] + [p.config.n_generations or 0 for p in spec.points()])
     ref_key = make_key(*refs.ids.tolist())
@@ -570,7 +592,7 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
             c = p.config
             params = {"point": asdict(c), "estimators": list(estimators), "seed": spec.seed,
                       "calibration": spec.calibration, "references": ref_key, "domains": refs.domains,
-                      "sampler": asdict(sampler), "n_run": n_run}
+                      "sampler": asdict(sampler), "n_run": n_run, **({"truth_vars": truth_vars} if truth_vars else {})}
             config = make_key(json.dumps(params, sort_keys=True, default=str))
             part = point_partition(spec.study, sampler.model, p)
             if point_done(lake, part, config):
@@ -601,7 +623,7 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
             gen = gen[~np.isnan(gen).any(axis=1)]
             rows = point_rows(study=spec.study, model=sampler.model, point=p, clf=clf, gen=gen,
                               estimators=estimators, documented=documented, truth_source=truth_source,
-                              run_id=run_id, params=params, seconds=time.perf_counter() - t0)
+                              run_id=run_id, params=params, seconds=time.perf_counter() - t0, vars_=vars_)
             lake.write(TABLE, part, rows, meta={"config": config, "study": spec.study, "axis": p.axis,
                                                 "value": p.value})
             computed.append(p)

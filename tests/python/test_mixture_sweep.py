@@ -203,6 +203,30 @@ def test_sweep_data_checks_before_any_work(swept) -> None:
     assert not [p for p in lake.partitions(TABLE) if "bad" in p]
 
 
+def test_model_aliases_give_the_truth_and_a_new_resume_key(swept) -> None:
+    """var mixture_model_aliases pairs a run with a documented mixture filed under another name in
+    fct_mixture_evaluation; a sweep, which stores its truth, ignored it and wrote rows without one."""
+    from ingest.mixture.sweep import changed_truth_vars, documented_truth
+
+    lake, _, _, _ = swept
+    import_generations(lake, lake.home.parent / "gen.jsonl", run_id="aliased-run", model="/srv/ckpt-7",
+                       setting="unconditional", purpose="mixture")
+    aliases = {"mixture_model_aliases": {"/srv/ckpt-7": "/M/TOY/MODEL"}}  # the documented name, any case
+    assert documented_truth(lake, "/srv/ckpt-7") == (None, None)
+    assert documented_truth(lake, "/srv/ckpt-7", aliases["mixture_model_aliases"])[0] == \
+        {"alpha": 0.5, "beta": 0.3, "gamma": 0.2}
+    assert changed_truth_vars(None) == {} and changed_truth_vars({"mixture_model_aliases": {}}) == {}
+    assert changed_truth_vars(aliases) == aliases
+    spec = SweepSpec("aliased", parse_grid(["generations=10"]), estimators=("cc",))
+    sampler = Sampler(model="/srv/ckpt-7", run_id="aliased-run")
+    run_sweep(lake, spec, sampler, progress=False)
+    assert {r["truth"] for r in _rows(lake, study="aliased")} == {None}
+    again = run_sweep(lake, spec, sampler, progress=False, vars_=aliases)
+    assert len(again.computed) == 1  # other truth vars: the point is computed again, not taken as done
+    truth = {r["domain"]: r["truth"] for r in _rows(lake, study="aliased")}
+    assert truth == pytest.approx({"alpha": 0.5, "beta": 0.3, "gamma": 0.2})
+
+
 # ---------------------------------------------------------------------------- the report's Tables 3, 4, 9
 
 def _mart():
