@@ -7,7 +7,7 @@ at 1.0-1.3x of one thread (BENCHMARKS.md). The algorithm is `ingest.trace.nvreca
 step; difflib with `autojunk=False` and no junk function reduces to the textbook longest-match recursion:
 
 * words are compared as UTF-8 byte strings (equal words <=> equal bytes); each distinct word gets a small
-  integer id (a 64-bit FNV-1a hash into a typed dict, with the bytes compared on every hit: a collision
+  integer id (a 64-bit FNV-1a hash into an open-addressing table, with the bytes compared on every hit: a collision
   gives status 1 and the caller falls back to the Python path, so no answer ever depends on a hash);
 * `find_longest_match(alo, ahi, blo, bhi)`: for each i, the lengths of matches ending at (i, j) for every
   position j of a[i] in b (ascending), keeping the first strictly longer one; the extension loops of difflib
@@ -31,8 +31,7 @@ import numpy as np
 _LOAD_ERROR: str | None = None
 
 try:
-    from numba import njit, types
-    from numba.typed import Dict
+    from numba import njit
 except Exception as e:  # pragma: no cover - platform dependent
     njit = None
     _LOAD_ERROR = f"{type(e).__name__}: {e}"
@@ -63,9 +62,11 @@ def _split(buf: Any, lower: bool, starts: Any, ends: Any) -> int:
     return n
 
 
-def _ids(buf: Any, starts: Any, ends: Any, n: int, table: Any, first_buf: Any, first_s: Any, first_e: Any,
-         nxt: int, out: Any, owner: int, owners: Any) -> int:
-    """Ids of n words of `buf` into `out`; `table` maps a word hash to its id, first_* remember which buffer
+def _ids(buf: Any, starts: Any, ends: Any, n: int, keys: Any, vals: Any, first_buf: Any, first_s: Any,
+         first_e: Any, nxt: int, out: Any, owner: int, owners: Any) -> int:
+    """Ids of n words of `buf` into `out`; keys/vals: an open-addressing table (linear probing, size a power
+    of two, keys -1 where free) from a word's 63-bit hash to its id, the same map as a dict keyed by the
+    hash but without a typed Dict's per-operation cost; first_* remember which buffer
     (owners[id]: 0 generation, 1 document) and where each id was first seen. Returns the next free id, or
     -1 on a hash collision."""
     for w in range(n):
@@ -75,8 +76,12 @@ def _ids(buf: Any, starts: Any, ends: Any, n: int, table: Any, first_buf: Any, f
         for i in range(s, e):
             h = (h ^ np_uint64(buf[i])) * np_uint64(1099511628211)
         k = np_int64(h & np_uint64(0x7FFFFFFFFFFFFFFF))
-        if k in table:
-            t = table[k]
+        mask = keys.shape[0] - 1
+        slot = k & mask
+        while keys[slot] != -1 and keys[slot] != k:
+            slot = (slot + 1) & mask
+        if keys[slot] == k:
+            t = vals[slot]
             other = first_buf[0] if owners[t] == 0 else first_buf[1]
             fs = first_s[t]
             fe = first_e[t]
@@ -87,7 +92,8 @@ def _ids(buf: Any, starts: Any, ends: Any, n: int, table: Any, first_buf: Any, f
                     return -1
             out[w] = t
         else:
-            table[k] = nxt
+            keys[slot] = k
+            vals[slot] = nxt
             first_s[nxt] = s
             first_e[nxt] = e
             owners[nxt] = owner
@@ -259,17 +265,21 @@ def nv_counts(gen: Any, doc: Any, lower_doc: bool, params: Any) -> tuple[int, in
     nd = _split(doc, lower_doc, ds, de)
     if ng == 0:
         return 0, 0, 0, nd
-    table = Dict.empty(key_type=types.int64, value_type=types.int64)
+    cap = 16
+    while cap < 2 * (ng + nd) + 2:  # at most half full
+        cap *= 2
+    keys = np.full(cap, -1, dtype=np.int64)
+    vals = np.empty(cap, dtype=np.int64)
     first_s = np.empty(ng + nd, dtype=np.int64)
     first_e = np.empty(ng + nd, dtype=np.int64)
     owners = np.empty(ng + nd, dtype=np.int64)
     a = np.empty(ng, dtype=np.int64)
     b = np.empty(nd, dtype=np.int64)
     bufs = (gen, doc)
-    nxt = _ids(gen, gs, ge, ng, table, bufs, first_s, first_e, 0, a, 0, owners)
+    nxt = _ids(gen, gs, ge, ng, keys, vals, bufs, first_s, first_e, 0, a, 0, owners)
     if nxt < 0:
         return 1, 0, ng, nd
-    nxt = _ids(doc, ds, de, nd, table, bufs, first_s, first_e, nxt, b, 1, owners)
+    nxt = _ids(doc, ds, de, nd, keys, vals, bufs, first_s, first_e, nxt, b, 1, owners)
     if nxt < 0:
         return 1, 0, ng, nd
     mb = matching_blocks(a, b, nxt)

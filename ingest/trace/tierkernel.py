@@ -117,7 +117,7 @@ def available() -> bool:
 
 
 def normalized_holds(norm_gen: bytes, window: str, raw: bytes | None = None) -> bool | None:
-    """Whether `norm_gen` (a normalized generation, UTF-8, not empty) occurs in `normalize_document(window)`,
+    """Whether `norm_gen` (a normalized generation, UTF-8) occurs in `normalize_document(window)`,
     or None when this cannot answer (numba missing, or a window that NFKC would change): then normalize in
     Python. `raw`: the window's UTF-8 bytes, when the caller has them.
 
@@ -126,8 +126,8 @@ def normalized_holds(norm_gen: bytes, window: str, raw: bytes | None = None) -> 
     characters only (CR, LF, space, tab), which are single bytes in UTF-8 that no multi-byte character
     contains, so the scan over the UTF-8 bytes rewrites exactly the same characters. Only str.strip() differs
     (it also strips non-ASCII whitespace at the ends), which cannot change containment: the normalized
-    generation is itself stripped, so it neither starts nor ends with whitespace."""
-    if not norm_gen or not available():
+    generation is itself stripped, so it neither starts nor ends with whitespace (or is empty)."""
+    if not available():
         return None
     if raw is None:
         if window.isascii():
