@@ -4,11 +4,16 @@ Why exact lookup: a member must be training text, a non-member must not be, and 
 same domain often share licence headers, boilerplate and copied code with the corpus (mimir's splits leak
 for this reason). The rule, on the text's token ids under the index's own tokenizer (no special tokens):
 
-- member: the whole token sequence occurs in the corpus (inside one document);
+- member: the text has at least `window` tokens and the whole token sequence occurs in the corpus (inside one
+  document);
 - non_member: the text has at least `window` tokens and none of its `window`-token windows (every start,
   stride 1) occurs anywhere in the corpus;
-- ambiguous: anything else (some window occurs but not the whole text; shorter than the window and absent;
-  empty), excluded from the benchmark and counted with its reason.
+- ambiguous: anything else (some window occurs but not the whole text; shorter than the window; empty),
+  excluded from the benchmark and counted with its reason.
+
+The length floor holds for both labels: a few common words occur somewhere in any large corpus, so a short text
+found whole is no more evidence of training than a short text not found is evidence of its absence; counting it
+as a member filled the member side with phrases every model scores as likely, whatever it trained on.
 
 All of it comes from one pass of the tracer's longest-match routine: n(b), the longest match starting at
 token b, gives "the whole text occurs" (n(0) = L) and "the window at b occurs" (n(b) >= window).
@@ -45,10 +50,11 @@ def membership_from_matches(n: Sequence[int], window: int = WINDOW) -> Membershi
     found = sum(1 for b in range(n_windows) if n[b] >= window)
     if L == 0:
         return Membership(AMBIGUOUS, "empty", 0, 0, 0, 0)
+    if L < window:
+        where = "in corpus" if n[0] >= L else "not in corpus"
+        return Membership(AMBIGUOUS, f"shorter than {window} tokens ({where}): too short to tell", L, longest, 0, 0)
     if n[0] >= L:
         return Membership(MEMBER, "whole text in corpus", L, longest, n_windows, found)
-    if L < window:
-        return Membership(AMBIGUOUS, f"shorter than {window} tokens and not in corpus", L, longest, 0, 0)
     if found == 0:
         return Membership(NON_MEMBER, f"no {window}-token window in corpus", L, longest, n_windows, 0)
     return Membership(AMBIGUOUS, "partly in corpus", L, longest, n_windows, found)

@@ -23,12 +23,10 @@ from ingest.mia_benchmark.metrics import auc, bootstrap_auc, roc_points, tpr_at_
 
 
 def _brute_label(engine, ids: list[int], window: int = WINDOW) -> str:
-    if not ids:
+    if len(ids) < window:  # empty, or too short to tell, found or not
         return "ambiguous"
     if engine.count(ids) > 0:
         return "member"
-    if len(ids) < window:
-        return "ambiguous"
     if any(engine.count(ids[b:b + window]) > 0 for b in range(len(ids) - window + 1)):
         return "ambiguous"
     return "non_member"
@@ -54,6 +52,7 @@ def bench(mini_stack, tmp_path_factory):
         {"id": "fresh-2", "text": _fresh(2), "domain": "code"},
         {"id": "partly", "text": docs[1]["text"][:600] + " " + _fresh(3), "domain": "code"},  # ambiguous
         {"id": "short", "text": "zqxv wkjh", "domain": "prose"},  # short and absent: ambiguous
+        {"id": "short-found", "text": docs[0]["text"][:40], "domain": "code"},  # short, in corpus: ambiguous too
     ]
     f = home / "cands.jsonl"
     f.write_text("".join(json.dumps(c) + "\n" for c in cands))
@@ -66,7 +65,7 @@ def test_labels_match_brute_force_lookup(bench, mini_stack) -> None:
                 "--from-corpus", "4", "--max-tokens", "120"]) == 0
     rows = {r["item_id"]: r for r in lake.read("mia_labels").to_pylist()}
     expected_status = {"whole-doc": "member", "cat": "member", "fresh-1": "non_member", "fresh-2": "non_member",
-                       "partly": "ambiguous", "short": "ambiguous"}
+                       "partly": "ambiguous", "short": "ambiguous", "short-found": "ambiguous"}
     for item_id, label in expected_status.items():
         assert rows[item_id]["label"] == label, (item_id, rows[item_id]["reason"])
     oc = open_corpus(lake, "mini")
@@ -80,6 +79,7 @@ def test_labels_match_brute_force_lookup(bench, mini_stack) -> None:
     drawn = [r for r in rows.values() if r["item_kind"] == "corpus_doc"]
     assert len(drawn) == 4 and all(r["label"] == "member" for r in drawn)
     assert rows["partly"]["n_windows_found"] > 0 and rows["fresh-1"]["n_windows_found"] == 0
+    assert rows["short-found"]["longest_match"] == rows["short-found"]["n_tokens"] < WINDOW  # found whole, still short
     # labelling the same file again replaces its rows (no duplicates)
     n = lake.read("mia_labels").num_rows
     assert run(["-w", str(home), "mia-benchmark", "label", "--corpus", "mini", "--texts", str(bench["file"])]) == 0
