@@ -1,17 +1,25 @@
 """SimpleTrace for one generation: spans, documents, tiers, nv-recall, duplication counts.
 
 The steps follow docs/propme-method.md, section 2. One `Tracer` holds an open index and the index tokenizer; it
-can be called from several threads: its lookups are binary searches on the index maps (`IndexEngine.*_bytes`,
-no engine threads), nv-recall (`nvkernel`) and the normalized tier's ASCII normalization (`tierkernel`) run
-compiled with numba and GIL-free (pure Python, holding the GIL, only where numba cannot load); the rest of a
-trace (windows, decoding, rows: ~75% of its CPU) is Python, so worker processes still scale further than
-threads (BENCHMARKS.md, "Threads and the GIL"). Output rows use the lake's column names so the batch runner
-can write them as they are.
+can be called from several threads. With an `IndexEngine`, numba and a tokenizer that decodes by joining token
+bytes (ByteLevel BPE, bytes), the work of a trace runs in a few compiled, GIL-free calls: the longest match at
+every start (`IndexEngine.longest_matches_bytes`), the searches of every span to document and count
+(`find_many_bytes`), every document window (`windows_bytes`, ingest/index/doc_windows.py) and the decoding,
+match tier and nv-recall of every distinct window (`ingest.trace.windowkernel.scan_windows`); the tokenizer's
+encode releases the GIL too. Python keeps the glue and builds the output rows (keys, dicts, metadata JSON,
+cached per document), plus what the kernels leave to it exactly: windows that are not valid UTF-8 (decoded
+by the tokenizer), and the normalized tier and nv-recall words of non-ASCII windows (`normalized_holds` still
+compiles the tier when NFKC leaves the window unchanged). That is ~35-40% of a trace's CPU, so 2 threads are
+bounded near 1.5x by Amdahl and worker processes still scale further than threads (BENCHMARKS.md, "Threads
+and the GIL"). Any other engine or tokenizer, or numba missing, takes the Python path step by step (same
+rows: tests/python/test_trace_fast.py). Output rows use the lake's column names so the batch runner can
+write them as they are.
 
 Speed without changing any output (benchmarks/trace_bench.py, BENCHMARKS.md): the generation's ids are
 converted to index bytes once; counts of spans reuse the insertion ranks found in step 2 as search hints;
-document windows come from the maps (`docs_by_ranks`); each distinct window is decoded, tiered and scored
-once per generation; the generation is normalized once; ByteLevel tokenizers decode through a byte table.
+each distinct window is decoded, tiered and scored once per generation; the generation is normalized once;
+ByteLevel tokenizers decode through a byte table. A failed check of a window (a damaged index) reruns the
+documents step in Python, which raises the one-line error that names the file.
 """
 
 from __future__ import annotations
@@ -545,7 +553,7 @@ class Tracer:
 
     def _doc_fields(self, shard: int, local: int) -> tuple[Any, ...]:
         """(doc_id, source, domain, metadata JSON) of a document's rows, read and formatted once per tracer
-        (the index never changes; bounded: cleared past 100,000 documents)."""
+        (the index never changes; bounded: cleared past 20,000 documents, a few MiB of metadata)."""
         key = (shard, local)
         f = self._meta.get(key)
         if f is None:
@@ -554,7 +562,7 @@ class Tracer:
             f = (None if meta.get("id") is None else str(meta.get("id")),
                  None if meta.get("source") is None else str(meta.get("source")),
                  None if meta.get("domain") is None else str(meta.get("domain")), _json(meta, path, linenum))
-            if len(self._meta) > 100_000:
+            if len(self._meta) > 20_000:
                 self._meta.clear()
             self._meta[key] = f
         return f
