@@ -65,6 +65,30 @@ def _change(home: Path) -> None:
         lake.write("generations", "g", gens)
 
 
+def _copy_run(home: Path, src: str, dst: str) -> None:
+    """Add run `dst`: run `src`'s generations (same texts) under new ids, with copies of their traces (same
+    passes, spans and documents): it reproduces the documents `src` reproduces."""
+    lake = Lake(home)
+    gens = [g for g in lake.read("generations").to_pylist() if g["run_id"] == src]
+    ids = {g["generation_id"] for g in gens}
+    spans = [s for s in lake.read("spans").to_pylist() if s["generation_id"] in ids]
+    span_ids = {s["span_id"] for s in spans}
+    new = {"run_id": dst, "generation_id": lambda v: f"{v}~{dst}", "span_id": lambda v: f"{v}~{dst}",
+           "traced_generation_id": lambda v: f"{v}~{dst}", "span_document_id": lambda v: f"{v}~{dst}"}
+
+    def copy(rows: list[dict]) -> list[dict]:
+        return [{k: (new[k](v) if callable(new.get(k)) else new.get(k, v)) for k, v in r.items()} for r in rows]
+
+    with lake.transaction():
+        lake.write("runs", dst, copy([r for r in lake.read("runs").to_pylist() if r["run_id"] == src]))
+        lake.write("generations", dst, copy(gens))
+        lake.write("traced_generations", dst,
+                   copy([t for t in lake.read("traced_generations").to_pylist() if t["generation_id"] in ids]))
+        lake.write("spans", dst, copy(spans))
+        lake.write("span_documents", dst,
+                   copy([d for d in lake.read("span_documents").to_pylist() if d["span_id"] in span_ids]))
+
+
 def _runs(home: Path) -> set[str]:
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
         return {r[0] for r in con.execute("select distinct run_id from int_document_reproductions").fetchall()}
@@ -103,7 +127,13 @@ def test_incremental_provenance_equals_a_full_refresh(tmp_path: Path) -> None:
     generations_after = {r[10] for r in refreshed["int_document_reproductions"]}
     assert "r6_unc" in runs_after and "r_gen" not in runs_after and "unc_0" not in generations_after
 
-    # a provenance row (what `lmaudit provenance` read) recomputes its document; the others are reused
+    # a new run reproducing documents another run reproduces recomputes them (their runs grow) ...
+    kept_docs = {(r[0], r[3]): r[19] for r in refreshed["fct_document_provenance"]}  # corpus_key, doc_ix: n_runs
+    _copy_run(home2, "r_pre", "r_pre_copy")
+    _build(home2)
+    grown = {(r[0], r[3]): r[19] for r in _tables(home2)["fct_document_provenance"]}
+    assert any(grown[k] == n + 1 for k, n in kept_docs.items())
+    # ... and a provenance row (what `lmaudit provenance` read) recomputes its document; the others are reused
     with duckdb.connect(str(db_path(home2))) as con:
         (key_a, ix_a), (key_b, ix_b, text_b) = con.execute(
             "select corpus_key, doc_ix from fct_document_provenance order by corpus_key, doc_ix limit 1").fetchone(), \
