@@ -19,6 +19,10 @@ _DASHES = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uf
 # the characters _QUOTES maps: translate() looks every character up in a dict (~0.4 ms for a 1,500-token
 # window), so it runs only when one is present
 _QUOTE_CHARS = re.compile("[" + "".join(chr(c) for c in _QUOTES) + "]")
+# every character the typography steps rewrite: one scan decides whether any of them has work to do
+_TYPOGRAPHY = re.compile("[" + "".join(chr(c) for c in _QUOTES) + _DASHES.pattern[1:-2] + "\u2026]")
+# whitespace str.split() knows beyond ASCII's (str.isspace): text without any splits the same on ASCII bytes
+_NON_ASCII_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
 def normalize_document(text: str) -> str:
@@ -34,14 +38,25 @@ def normalize_document(text: str) -> str:
 def normalize_words(text: str) -> list[str]:
     """Words for near-verbatim recall: NFKC, straight quotes, one dash, '...' for an ellipsis,
     lowercase, split on whitespace."""
+    return words_text(text).split()
+
+
+def words_text(text: str) -> str:
+    """`normalize_words(text)` before the split: `words_text(t).split() == normalize_words(t)`."""
     if text.isascii():  # every step before lower() maps only non-ASCII characters: skip them (most code)
-        return text.lower().split()
+        return text.lower()
     t = unicodedata.normalize("NFKC", text)  # NFKC already turns U+2026 into "..."
-    if _QUOTE_CHARS.search(t):
-        t = t.translate(_QUOTES)
-    t = _DASHES.sub("-", t)
-    t = t.replace("\u2026", "...")
-    return t.lower().split()
+    if _TYPOGRAPHY.search(t):  # else the three rewrites below change nothing
+        if _QUOTE_CHARS.search(t):
+            t = t.translate(_QUOTES)
+        t = _DASHES.sub("-", t)
+        t = t.replace("\u2026", "...")
+    return t.lower()
+
+
+def splits_as_ascii(text: str) -> bool:
+    """str.split() of `text` splits exactly where a split on ASCII whitespace would (no other whitespace)."""
+    return text.isascii() or not _NON_ASCII_SPACE.search(text)
 
 
 def collapse_whitespace(text: str) -> str:

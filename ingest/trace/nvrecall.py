@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cydifflib import SequenceMatcher
 
-from ingest.trace.normalize import normalize_words
+from ingest.trace.normalize import normalize_words, splits_as_ascii, words_text
 
 
 @dataclass(frozen=True)
@@ -110,9 +110,11 @@ def nv_recall_window(gen: PreparedGeneration, window: str) -> NvResult:
 
         if window.isascii():
             buf, lower = np.frombuffer(bytearray(window.encode("ascii")), dtype=np.uint8), True
-        else:
-            buf, lower = np.frombuffer(bytearray(" ".join(normalize_words(window)).encode("utf-8")),
-                                       dtype=np.uint8), False
+        else:  # normalized and lowercased here; split there unless other whitespace than ASCII's remains
+            t = words_text(window)
+            if not splits_as_ascii(t):
+                t = " ".join(t.split())
+            buf, lower = np.frombuffer(bytearray(t.encode("utf-8")), dtype=np.uint8), False
         status, matched, n, nd = nvkernel.nv_counts(gen.buf, buf, lower, gen.param_array)
         if status == 0:
             return NvResult(matched / n, int(matched), int(n), int(nd))

@@ -49,14 +49,16 @@ def test_matching_blocks_equal_stdlib_difflib() -> None:
 
 
 def _noisy(rng: random.Random, words: list[str]) -> str:
-    seps = [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", " \u00a0", "\u2003"]
+    seps = [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", " \u00a0", "\u2003", "\x85", "\u2028",
+            "\u1680", "\u3000"]
     out = []
     for w in words:
         r = rng.random()
         if r < 0.2:
             w = w.upper()
         elif r < 0.25:
-            w = w + rng.choice(["\u2019s", "\u2014x", "\u00e9", "\uff21", "\u2026"])
+            w = w + rng.choice(["\u2019s", "\u2014x", "\u00e9", "\uff21", "\u2026", "\u00c4", "\u0130", "\u2032",
+                                "\U0001f6a8", "\u2500"])
         out.append(w)
         out.append(rng.choice(seps) if rng.random() < 0.3 else " ")
     return "".join(out)

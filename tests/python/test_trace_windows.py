@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -197,3 +198,26 @@ def test_engine_windows_equal_docs_by_ranks(small_index) -> None:
     s = int(np.argmax(lo[0] > 0))
     assert eng.windows_bytes(plan, [s], [int(lo[0, s]) - 1], [0], [5], 4) is None
     assert eng.windows_bytes(plan, [s], [eng.tok_cnt(s)], [0], [5], 4) is None  # past the suffix array
+
+
+def test_word_normalization_shortcuts_equal_the_plain_definition() -> None:
+    """`normalize_words` skips the typography rewrites when none applies, and nv-recall splits non-ASCII
+    windows on ASCII bytes when no other whitespace remains: both against the plain chain of steps."""
+    import unicodedata
+
+    from ingest.trace import normalize as nz
+
+    def plain(text: str) -> list[str]:
+        t = unicodedata.normalize("NFKC", text).translate(nz._QUOTES)
+        return nz._DASHES.sub("-", t).replace("\u2026", "...").lower().split()
+
+    rng = random.Random(12)
+    alphabet = list("aB \t\n.") + ["\u2019", "\u2014", "\u2026", "\u00c4", "\u0130", "\x85", "\u2028", "\u00a0",
+                                   "\ufb01", "\u2212", "\U0001f6a8", "\u00ab", "\u2033", "\u3000", "\x1c"]
+    for _ in range(20000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        want = plain(s)
+        assert normalize_words(s) == want, repr(s)
+        t = nz.words_text(s)
+        if nz.splits_as_ascii(t):  # the kernel's split: space, \t-\r and \x1c-\x1f
+            assert [w for w in re.split(rb"[ \t-\r\x1c-\x1f]+", t.encode()) if w] == [w.encode() for w in want]
