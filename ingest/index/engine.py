@@ -32,6 +32,7 @@ from ingest.index.checks import IndexDamaged, index_damaged, validate_index_file
 from ingest.index.tokenizer import TOKEN_WIDTH
 
 _DOC_BATCH = 256  # the engine starts one thread per requested document: keep batches bounded
+_DENSE_FIRST_MAX = 1 << 20  # (token, shard) pairs of the dense first-token table (16 MiB at most)
 
 
 class EngineError(RuntimeError):
@@ -701,18 +702,20 @@ class IndexEngine:
         # ranges as `_first_ranges`; ids past the vocabulary size, if any, go through the dict)
         toks = np.frombuffer(qbytes, dtype=_NP_DTYPE[w]).astype(np.int64)
         dense = self._first_dense
-        if dense is None:
+        if dense is None and self.vocab_size * n_shards <= _DENSE_FIRST_MAX:
             dense = self._first_dense = np.full((max(self.vocab_size, 1), n_shards, 2), -1, dtype=np.int64)
-        if L and int(toks.max()) < dense.shape[0]:
+        if dense is not None and L and int(toks.max()) < dense.shape[0]:
             rows = dense[toks]
             missing = np.flatnonzero(rows[:, 0, 0] < 0)
             if missing.size:
                 for t in np.unique(toks[missing]).tolist():
                     dense[t] = self._first_ranges(int(t).to_bytes(w, "little"))
                 rows = dense[toks]
-        else:
-            rows = np.array([self._first_ranges(int(t).to_bytes(w, "little")) for t in toks.tolist()],
-                            dtype=np.int64).reshape(L, n_shards, 2)
+        else:  # one (cached) lookup per distinct token
+            uniq, inv = np.unique(toks, return_inverse=True)
+            table = np.array([self._first_ranges(int(t).to_bytes(w, "little")) for t in uniq.tolist()],
+                             dtype=np.int64).reshape(len(uniq), n_shards, 2)
+            rows = table[inv.reshape(-1)]
         return QueryPlan(q=_np_bytes(qbytes), flo=np.ascontiguousarray(rows[:, :, 0]),
                          fhi=np.ascontiguousarray(rows[:, :, 1]), hints=np.full((L, n_shards), -1, dtype=np.int64))
 

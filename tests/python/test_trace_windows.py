@@ -221,3 +221,20 @@ def test_word_normalization_shortcuts_equal_the_plain_definition() -> None:
         t = nz.words_text(s)
         if nz.splits_as_ascii(t):  # the kernel's split: space, \t-\r and \x1c-\x1f
             assert [w for w in re.split(rb"[ \t-\r\x1c-\x1f]+", t.encode()) if w] == [w.encode() for w in want]
+
+
+def test_plan_without_the_dense_first_token_table(small_index, monkeypatch) -> None:
+    """A vocabulary too large for the dense table plans through the per-token dict: the same ranges."""
+    from ingest.index import IndexEngine
+    from ingest.index import engine as engine_module
+
+    qb = small_index.ids_bytes(list("alpha beta caf\u00e9 zz".encode()))
+    dense = small_index.plan_bytes(qb)
+    monkeypatch.setattr(engine_module, "_DENSE_FIRST_MAX", 0)
+    eng = IndexEngine(small_index.index_dirs, reopen_every=None)
+    try:
+        plan = eng.plan_bytes(qb)
+        assert eng._first_dense is None
+        assert (plan.flo == dense.flo).all() and (plan.fhi == dense.fhi).all()
+    finally:
+        eng.close()
