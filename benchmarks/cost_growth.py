@@ -2,7 +2,7 @@
 
     python benchmarks/cost_growth.py trace --mb 32 320 [--n 40] [--out /tmp/growth]   # indexes of ~10M, ~100M tokens
     python benchmarks/cost_growth.py build-log --scale 0.25 --log S.log --time S.time [--lake-log L.log]
-        [--memory-limit 6GB] [--label limited] [--out /tmp/growth]
+        [--memory-limit 6GB] [--label limited] [--spill-log P.log] [--run-results R.json] [--out /tmp/growth]
     python benchmarks/cost_growth.py plot [--out /tmp/growth] [--png benchmarks/cost_growth.png]
 
 `trace`: corpora that are prefixes of one another (the venv's and the standard library's Python files in the
@@ -17,7 +17,9 @@ child process (what one `lmaudit trace` worker does): wall, CPU, peak RSS, gener
 the results (peak RSS there is the largest process of the run: the lake writer or the dbt build). With
 `--skip-write` the lake's line ("lake written in ...") comes from the writer's own log (`--lake-log`); builds
 under a memory budget (`$LMAUDIT_MEMORY_LIMIT`, issue 32) are recorded with `--memory-limit` and a `--label`, so
-the unbounded and the bounded series stay apart (the key is label and scale).
+the unbounded and the bounded series stay apart (the key is label and scale). `--spill-log` reads a sampler's
+lines (`HH:MM:SS <spill folder bytes> <load 1 5 15> [<database bytes>]`) for the largest spill, the load during the
+build and the database's size; `--run-results` (dbt's run_results.json of the build) keeps the slowest nodes.
 
 `plot`: a log-log figure of time against work for both parts, with a line of slope 1 through the smallest
 point (linear growth).
@@ -166,6 +168,19 @@ def cmd_build_log(a) -> None:
                          "build_cpu_s": float(m.group(2)), "load_before": float(m.group(3)),
                          "load_after": float(m.group(4)), "peak_rss_mb_of_run": round(rss, 1),
                          "label": a.label, "memory_limit": a.memory_limit}
+    if a.spill_log:
+        rows = [ln.split() for ln in Path(a.spill_log).read_text().splitlines() if len(ln.split()) >= 5]
+        res["build"][key]["spill_max_mb"] = round(max(int(r[1]) for r in rows) / 1e6, 1)
+        res["build"][key]["load_during"] = [min(float(r[2]) for r in rows), max(float(r[2]) for r in rows)]
+        db = [int(r[5]) for r in rows if len(r) > 5]
+        if db:
+            res["build"][key]["database_mb"] = round(max(db) / 1e6, 1)
+    if a.run_results:
+        nodes = json.loads(Path(a.run_results).read_text())["results"]
+        res["build"][key]["n_nodes"] = len(nodes)
+        res["build"][key]["slowest_nodes_s"] = {r["unique_id"].split(".")[-1] if r["unique_id"].startswith("model")
+                                                else r["unique_id"]: round(r["execution_time"], 1)
+                                                for r in sorted(nodes, key=lambda r: -r["execution_time"])[:12]}
     _save(out, res)
     print(json.dumps(res["build"][key]))
 
@@ -242,6 +257,8 @@ def main() -> None:
     b.add_argument("--lake-log", default=None, help="the writer's log, when the build ran with --skip-write")
     b.add_argument("--memory-limit", default=None, help="the build's $LMAUDIT_MEMORY_LIMIT, if set")
     b.add_argument("--label", default="unbounded", help="the series: 'unbounded' (before issue 32) or e.g. 'limited'")
+    b.add_argument("--spill-log", default=None, help="the spill sampler's log (largest spill, load during)")
+    b.add_argument("--run-results", default=None, help="dbt's run_results.json of the build (slowest nodes)")
     b.add_argument("--out", default="/tmp/growth")
     p = sub.add_parser("plot")
     p.add_argument("--out", default="/tmp/growth")

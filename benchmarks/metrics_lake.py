@@ -57,9 +57,10 @@ def complete(table: str, t: pa.Table) -> pa.Table:
 def words(rng: np.random.Generator, vocab: np.ndarray, n_words: np.ndarray) -> list[str]:
     """len(n_words) texts of n_words[i] random vocabulary words joined by spaces (joined in Arrow: the Python
     loop this replaced took most of an 8x lake's write time; the same draws give the same texts)."""
-    flat = pa.array(vocab).take(pa.array(rng.integers(0, len(vocab), size=int(n_words.sum()))))
+    # large_string: one 16x run's span texts pass 2 GB, past a plain utf8 array's 32-bit offsets
+    flat = pa.array(vocab, pa.large_string()).take(pa.array(rng.integers(0, len(vocab), size=int(n_words.sum()))))
     offsets = pa.array(np.r_[0, np.cumsum(n_words)].astype(np.int64))
-    return pc.binary_join(pa.LargeListArray.from_arrays(offsets, flat), " ").to_pylist()
+    return pc.binary_join(pa.LargeListArray.from_arrays(offsets, flat), pa.scalar(" ", pa.large_string())).to_pylist()
 
 
 def write_run(lake: Lake, rng: np.random.Generator, vocab: np.ndarray, run_id: str, c: str, setting: str,
@@ -196,6 +197,56 @@ def write(home: Path, scale: float, seed: int = 0) -> dict:
     return totals
 
 
+# the id columns of a doubled lake's copy: the first character of a generated id ("g", "s", "d", "tg") is
+# upper-cased (same length, never an original id); prompt ids get a suffix
+_COPY_IDS = {"generations": ("generation_id",), "spans": ("span_id", "generation_id"),
+             "span_documents": ("span_document_id", "span_id"), "span_counts": ("span_id",),
+             "traced_generations": ("traced_generation_id", "generation_id")}
+PER_RUN = tuple(_COPY_IDS)
+
+
+def _copy_ids(table: str, t: pa.Table) -> pa.Table:
+    for col in _COPY_IDS.get(table, ()):
+        c = t.column(col)
+        t = t.set_column(t.column_names.index(col), col,
+                         pc.binary_join_element_wise(pc.utf8_upper(pc.utf8_slice_codeunits(c, 0, 1)),
+                                                     pc.utf8_slice_codeunits(c, 1), ""))
+    if "prompt_id" in t.column_names:
+        i = t.column_names.index("prompt_id")
+        t = t.set_column(i, "prompt_id", pc.binary_join_element_wise(t.column(i), "_2", ""))
+    return t
+
+
+def double(src: Path, home: Path) -> dict:
+    """A lake of twice the scale from a written one, in a fraction of the writer's time: every file of `src`
+    hard-linked, plus a copy of each run's generations (with their spans, documents, counts and traced texts)
+    and of the prompted settings' prompts under new ids, in partitions `<run>--copy` (a copy's spans and
+    documents stay in same-named partitions, as the tracer writes them). So each run has twice the generations
+    and its prompted settings twice the prompts (10 samples each), as `write(home, 2 * scale)` would give;
+    only the texts repeat, which no model's cost depends on."""
+    import pyarrow.parquet as pq
+
+    src_lake, lake = Lake(src), Lake(home)
+    lake.init()
+    for f in src_lake.root.rglob("*"):  # data, schema and manifest files
+        if f.is_file() and "_tmp" not in f.parts:
+            dst = lake.root / f.relative_to(src_lake.root)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if not dst.exists():
+                os.link(f, dst)
+    totals = {"generations": 0, "spans": 0, "span_documents": 0, "span_counts": 0}
+    prompts = pq.read_table(src_lake.partition_path("prompts", "bench"))
+    lake.write("prompts", "bench-copy", _copy_ids("prompts", prompts))
+    for part in sorted(src_lake.partitions("generations")):
+        for table in PER_RUN:
+            t = pq.read_table(src_lake.partition_path(table, part))
+            lake.write(table, f"{part}--copy", complete(table, _copy_ids(table, t)))
+            if table in totals:
+                totals[table] += 2 * t.num_rows
+        print(f"  {part}: copied", flush=True)
+    return totals
+
+
 def add_run(home: Path, scale: float, seed: int = 1) -> str:
     """One more prefix run (a new model on common_pile, the corpus's existing prompts and trace): what an
     hourly build finds after one new run. Ids start far above the first write's."""
@@ -245,6 +296,8 @@ def main() -> None:
     ap.add_argument("--warehouse", required=True)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--skip-write", action="store_true")
+    ap.add_argument("--double-from", default=None, metavar="WAREHOUSE",
+                    help="instead of writing a lake, make one of twice that warehouse's scale from its lake (double())")
     ap.add_argument("--vars", default=None)
     ap.add_argument("--select", nargs="*", default=None)
     ap.add_argument("--propme-only", action="store_true",
@@ -256,7 +309,11 @@ def main() -> None:
                     help="pass --full-tests (unit tests and the full-scan key tests, as CI runs them) to every build")
     args = ap.parse_args()
     home = Path(args.warehouse).resolve()
-    if not args.skip_write:
+    if args.double_from:
+        t = time.perf_counter()
+        totals = double(Path(args.double_from).resolve(), home)
+        print(f"lake written in {time.perf_counter() - t:.1f}s: {json.dumps(totals)}")
+    elif not args.skip_write:
         t = time.perf_counter()
         totals = write(home, args.scale)
         print(f"lake written in {time.perf_counter() - t:.1f}s: {json.dumps(totals)}")

@@ -8,11 +8,15 @@
 -- Incremental (macros/propme_incremental.sql): a later build computes only the (generation, pass) rows that are
 -- new or whose inputs changed (text, tracing pass, text checks, any propme_* var); rows of vanished or changed
 -- inputs are deleted first, so the table equals a full refresh.
+-- Memory (BENCHMARKS.md "Build memory and time at 1x-16x"): each of spans and span_documents is read once and
+-- streamed; no CTE over spans is materialized (DuckDB keeps a CTE read twice as a temporary table: 40M spans at
+-- 8x paper scale, which spilled), so the longest long span reads the spans again with a filter (~1 % of them)
+-- instead of reusing span_facts; the generations' texts are hashed before they meet a join.
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
     on_schema_change='fail',
-    pre_hook="{{ propme_delete_stale(['generation_id', 'trace_id'], propme_fact_inputs()) }}"
+    pre_hook="{{ propme_delete_stale(['generation_id', 'trace_id'], propme_generation_fact_inputs()) }}"
 ) }}
 
 with
@@ -25,7 +29,7 @@ params as (
 
 inputs as (
 
-    {{ propme_fact_inputs() }}
+    {{ propme_generation_fact_inputs() }}
 
 ),
 
@@ -36,7 +40,7 @@ todo as (
 
 ),
 
-spans as (
+spans as not materialized (
 
     select * from {{ ref('stg_spans') }}
     {% if is_incremental() %}where generation_id in (select todo.generation_id from todo){% endif %}
@@ -135,15 +139,17 @@ generation_spans as (
 longest_long_span as (
 
     select
-        span_facts.generation_id,
-        span_facts.trace_id,
-        span_facts.span_id,
-        span_facts.length
-    from span_facts
-    where span_facts.is_long_nonloop
+        spans.generation_id,
+        spans.trace_id,
+        spans.span_id,
+        spans.length
+    from spans
+    cross join params
+    left join loop_spans on spans.span_id = loop_spans.span_id
+    where spans.length >= params.long_span_tokens and not coalesce(loop_spans.is_loop, false)
     qualify row_number() over (
-        partition by span_facts.generation_id, span_facts.trace_id
-        order by span_facts.length desc, span_facts.start_tok asc, span_facts.span_id asc
+        partition by spans.generation_id, spans.trace_id
+        order by spans.length desc, spans.start_tok asc, spans.span_id asc
     ) = 1
 
 ),
