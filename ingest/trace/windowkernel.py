@@ -133,20 +133,20 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
     of every window concatenated, offsets (n + 1)); an undecodable window's text is empty."""
     n = bstart.shape[0]
     ntab = toff.shape[0] - 1
-    total = 0
+    longest = 0  # the longest token's bytes: room for every window without a counting pass
+    for t in range(ntab):
+        if toff[t + 1] - toff[t] > longest:
+            longest = toff[t + 1] - toff[t]
+    ntok = 0
     for i in range(n):
-        for p in range(bstart[i], bend[i], w):
-            t = 0
-            for k in range(w - 1, -1, -1):
-                t = (t << 8) | int(buf[p + k])
-            if t < ntab:
-                total += toff[t + 1] - toff[t]
-    text = np.empty(total, dtype=np.uint8)
+        ntok += (bend[i] - bstart[i]) // w
+    text = np.empty(ntok * longest, dtype=np.uint8)
     off = np.zeros(n + 1, dtype=np.int64)
     at = 0
     for i in range(n):
         start = at
         ok = True
+        high = 0  # OR of every byte: no bit 0x80 means ASCII, valid UTF-8 without a check
         for p in range(bstart[i], bend[i], w):
             t = 0
             for k in range(w - 1, -1, -1):
@@ -155,20 +155,18 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
                 ok = False
                 break
             for j in range(toff[t], toff[t + 1]):
-                text[at] = tbytes[j]
+                c = tbytes[j]
+                text[at] = c
+                high |= c
                 at += 1
-        for c in range(7):
-            res[i, c] = 0
-        if not ok or not _utf8_ok(text, start, at):
+        for col in range(7):
+            res[i, col] = 0
+        ascii_ = high < 0x80
+        if not ok or not (ascii_ or _utf8_ok(text, start, at)):
             at = start
             off[i + 1] = at
             continue
         off[i + 1] = at
-        ascii_ = True
-        for j in range(start, at):
-            if text[j] >= 0x80:
-                ascii_ = False
-                break
         res[i, 0] = 1
         res[i, 1] = 1 if ascii_ else 0
         tier = 0
