@@ -17,8 +17,17 @@
     ))
 {%- endmacro %}
 
+{#- Whether the model's existing table has these columns. A table built before the model was incremental (or
+    before a column was added) has not: the stale-row delete is skipped, and the build stops with dbt's
+    on_schema_change message, which `lmaudit build` turns into one line naming `--full-refresh`, instead of a
+    binder error in the pre-hook. -#}
+{% macro incremental_has_columns(names) -%}
+    {%- set have = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list -%}
+    {{ return(names | reject('in', have) | list | length == 0) }}
+{%- endmacro %}
+
 {% macro propme_delete_stale(keys, current_sql) -%}
-    {%- if is_incremental() -%}
+    {%- if is_incremental() and incremental_has_columns(keys + ['input_hash']) -%}
         delete from {{ this }} as old
         where not exists (
             select 1

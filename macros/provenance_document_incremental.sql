@@ -40,7 +40,7 @@
 {%- endmacro %}
 
 {% macro provenance_document_delete_stale() -%}
-    {%- if is_incremental() -%}
+    {%- if is_incremental() and incremental_has_columns(['group_keys', 'input_hash']) -%}
         delete from {{ this }} as old
         where
             not list_has_all(

@@ -1,6 +1,7 @@
-"""Incremental int_document_reproductions (by (run, tracing pass), macros/provenance_incremental.sql): an
-incremental build after changes to the lake gives the same int_document_reproductions and fct_document_provenance
-as a `--full-refresh` build of the same lake (the oracle: everything recomputed from nothing).
+"""Incremental int_document_reproductions (by (run, tracing pass), macros/provenance_incremental.sql),
+fct_document_provenance (by document) and fct_explore_generations (by run, ordinals moved in place): an
+incremental build after changes to the lake gives the same tables as a `--full-refresh` build of the same lake
+(the oracle: everything recomputed from nothing).
 
 On the hand-built lake of test_metrics_dbt: build; add a run with its trace, change the text of a generation of
 an existing run, remove a run (test_incremental_build's changes); build incrementally; compare both tables row
@@ -25,9 +26,10 @@ from test_metrics_dbt import write_lake
 
 pytestmark = pytest.mark.slow
 
-SELECT = ["+fct_document_provenance"]
+SELECT = ["+fct_document_provenance", "+fct_explore_generations"]
 NO_TESTS = ["test_type:data", "test_type:unit"]
-TABLES = ["int_document_reproductions", "fct_document_provenance"]
+TABLES = ["int_document_reproductions", "fct_document_provenance", "int_explore_generations",
+          "fct_explore_generations"]
 
 
 def _build(home: Path, full_refresh: bool = False, vars_: str | None = None) -> None:
