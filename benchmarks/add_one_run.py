@@ -11,7 +11,10 @@ trace). Every build is the real command in a child process under `/usr/bin/time 
 peak RSS, the load average before and after. The peer is the no-change build of the same round; the figure is
 added / floor (issue 32's goal: at most 2x). `--propme-only` builds the PropMe models and their inputs (with their
 tests) in every build, as `metrics_lake.py --propme-only`: the project's other marts (provenance, audit, explore)
-are not incremental and dominate a whole-project build on a big lake.
+were not incremental and dominated a whole-project build on a big lake. `--classifier` also writes a scored
+classifier (benchmarks/classifier_lake.py: 2,000 reference documents, a posterior for every generation, and for
+the added run's), so the mixture models (posteriors, per-run bootstraps of 8 estimators) cost what they cost on a
+scored lake.
 """
 
 from __future__ import annotations
@@ -69,8 +72,29 @@ def timed_build(home: Path, args: list[str] = (), memory_limit: str | None = Non
     return out
 
 
+def _words_compat(metrics_lake) -> None:
+    """metrics_lake.words joins with a plain-string separator, which pyarrow 26 refuses for large_string lists
+    (ArrowNotImplementedError: binary_join has no kernel...); the same join with a large_string separator gives
+    the same texts from the same draws. metrics_lake.py belongs to another piece of work: patched here only."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def words(rng: np.random.Generator, vocab: np.ndarray, n_words: np.ndarray) -> list[str]:
+        flat = pa.array(vocab, pa.large_string()).take(pa.array(rng.integers(0, len(vocab), size=int(n_words.sum()))))
+        offsets = pa.array(np.r_[0, np.cumsum(n_words)].astype(np.int64))
+        return pc.binary_join(pa.LargeListArray.from_arrays(offsets, flat),
+                              pa.scalar(" ", pa.large_string())).to_pylist()
+
+    try:
+        metrics_lake.words(np.random.default_rng(0), np.array(["a"]), np.array([1]))
+    except NotImplementedError:
+        metrics_lake.words = words
+
+
 def main() -> None:
     import metrics_lake
+    _words_compat(metrics_lake)
     from ingest.home import db_path
     from ingest.lake import Lake
 
@@ -81,6 +105,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="(nothing to do, one added run) pairs")
     ap.add_argument("--memory-limit", default=None, help="$LMAUDIT_MEMORY_LIMIT for every build")
     ap.add_argument("--propme-only", action="store_true", help="build only the PropMe models (metrics_lake.py's set)")
+    ap.add_argument("--classifier", action="store_true",
+                    help="write a scored classifier too (benchmarks/classifier_lake.py), and score the added run")
     ap.add_argument("--out", default=None, help="append the results as one JSON line to this file")
     a = ap.parse_args()
     args = [x for sel in PROPME_SELECT for x in ("--select", sel)] if a.propme_only else []
@@ -89,7 +115,14 @@ def main() -> None:
         t = time.perf_counter()
         totals = metrics_lake.write(home, a.scale)
         print(f"lake written in {time.perf_counter() - t:.1f}s: {json.dumps(totals)}", flush=True)
-    record = {"scale": a.scale, "propme_only": a.propme_only, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rounds": []}
+        if a.classifier:
+            import classifier_lake
+
+            t = time.perf_counter()
+            classifier_lake.write_classifier(str(home))
+            n = classifier_lake.score_runs(str(home))
+            print(f"classifier written in {time.perf_counter() - t:.1f}s: {n} generation posteriors", flush=True)
+    record = {"scale": a.scale, "propme_only": a.propme_only, "classifier": a.classifier, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rounds": []}
     if not db_path(home).exists():
         record["first_build"] = timed_build(home, args, memory_limit=a.memory_limit)
         print("first build:", json.dumps(record["first_build"]), flush=True)
@@ -97,7 +130,11 @@ def main() -> None:
         floor = timed_build(home, args, memory_limit=a.memory_limit)
         print("nothing to do:", json.dumps(floor), flush=True)
         existing = sum(1 for p in Lake(home).partitions("runs") if p.startswith("bench-extra"))
-        metrics_lake.add_run(home, a.scale, seed=existing + 1)
+        run_id = metrics_lake.add_run(home, a.scale, seed=existing + 1)
+        if a.classifier:
+            import classifier_lake
+
+            classifier_lake.score_runs(str(home), [run_id])
         added = timed_build(home, args, memory_limit=a.memory_limit)
         print("one added run:", json.dumps(added), flush=True)
         ratio = {"wall": round(added["wall_s"] / floor["wall_s"], 2), "cpu": round(added["cpu_s"] / floor["cpu_s"], 2)}
