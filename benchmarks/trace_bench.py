@@ -355,7 +355,8 @@ alternating which goes first; a child imports `ingest` from its tree, opens the 
 1 and 2 threads sharing the tracer (as `TraceWorker`: a ThreadPoolExecutor over the batch), twice each in
 alternating order, then three times per input class single-threaded (the median pass per class). Reported: wall and process CPU seconds, the
 2-thread wall speedup, generations per CPU second per class, the share of CPU spent in the GIL-free compiled
-kernels (a single-threaded pass with those kernels timed: Amdahl's bound for 2 threads follows from it), a
+kernels and, apart, in the tokenizer's encode (Rust, releases the GIL) (a single-threaded pass with those
+timed: Amdahl's bound for 2 threads follows from it), a
 digest of every output row (spans, documents, counts) of both thread counts, and the process's memory from
 /proc/self/smaps_rollup and, per mapped index file, /proc/self/smaps. Inputs: a JSON object class -> texts,
 e.g. the `trace_inputs.json` of `benchmarks/cost_growth.py trace`."""

@@ -135,8 +135,7 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
     ntab = toff.shape[0] - 1
     longest = 0  # the longest token's bytes: room for every window without a counting pass
     for t in range(ntab):
-        if toff[t + 1] - toff[t] > longest:
-            longest = toff[t + 1] - toff[t]
+        longest = max(longest, toff[t + 1] - toff[t])
     ntok = 0
     for i in range(n):
         ntok += (bend[i] - bstart[i]) // w

@@ -98,7 +98,7 @@ def test_tiers_and_nv_recall_equal_the_python_steps() -> None:
                 w = w[:k] + sp.replace("\n", rng.choice(["\r\n", " \n", "\n \n"])) + w[k:]
             windows.append(w)
         for want in (1, 2):
-            text, off, res, pg = _scan(gen, [w.encode() for w in windows], want)
+            _, _, res, pg = _scan(gen, [w.encode() for w in windows], want)
             for i, w in enumerate(windows):
                 assert res[i, 0] == 1 and bool(res[i, 1]) == w.isascii()
                 truth = _python_tier(gen, w)
