@@ -8,10 +8,10 @@
 -- Incremental (macros/propme_incremental.sql): a later build computes only the (generation, pass) rows that are
 -- new or whose inputs changed (text, tracing pass, text checks, any propme_* var); rows of vanished or changed
 -- inputs are deleted first, so the table equals a full refresh.
--- Memory (BENCHMARKS.md "Build memory and time at 1x-16x"): each of spans and span_documents is read once and
--- streamed; no CTE over spans is materialized (DuckDB keeps a CTE read twice as a temporary table: 40M spans at
--- 8x paper scale, which spilled), so the longest long span reads the spans again with a filter (~1 % of them)
--- instead of reusing span_facts; the generations' texts are hashed before they meet a join.
+-- Memory (BENCHMARKS.md "Build memory and time at 1x-16x"): span_documents is read once and streamed; no CTE
+-- over spans or loops is materialized (DuckDB keeps a CTE read twice as a temporary table: 40M spans at 8x paper
+-- scale, which spilled), so the longest long span reads the spans and the loop rows of long spans again with a
+-- filter (~1 % of them) instead of reusing span_facts; the generations' texts are hashed before they meet a join.
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
@@ -61,7 +61,7 @@ span_counts as (
 
 ),
 
-loop_spans as (
+loop_spans as not materialized (
 
     select * from {{ ref('int_span_loops') }}
     {% if is_incremental() %}where generation_id in (select todo.generation_id from todo){% endif %}
@@ -136,6 +136,17 @@ generation_spans as (
 
 ),
 
+long_loop_spans as (
+
+    select
+        loop_spans.span_id,
+        loop_spans.is_loop
+    from loop_spans
+    cross join params
+    where loop_spans.length >= params.long_span_tokens
+
+),
+
 longest_long_span as (
 
     select
@@ -145,8 +156,8 @@ longest_long_span as (
         spans.length
     from spans
     cross join params
-    left join loop_spans on spans.span_id = loop_spans.span_id
-    where spans.length >= params.long_span_tokens and not coalesce(loop_spans.is_loop, false)
+    left join long_loop_spans on spans.span_id = long_loop_spans.span_id
+    where spans.length >= params.long_span_tokens and not coalesce(long_loop_spans.is_loop, false)
     qualify row_number() over (
         partition by spans.generation_id, spans.trace_id
         order by spans.length desc, spans.start_tok asc, spans.span_id asc
