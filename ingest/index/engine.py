@@ -706,7 +706,10 @@ class IndexEngine:
             dense = self._first_dense = np.full((max(self.vocab_size, 1), n_shards, 2), -1, dtype=np.int64)
         if dense is not None and L and int(toks.max()) < dense.shape[0]:
             rows = dense[toks]
-            missing = np.flatnonzero(rows[:, 0, 0] < 0)
+            # a row counts as filled only when all of it is: numpy copies dense[toks] without the GIL, so a
+            # trace thread can read another thread's first write of a row half done (front set, back -1);
+            # rows are only ever written whole with the same values, so the re-read below is consistent
+            missing = np.flatnonzero((rows < 0).any(axis=(1, 2)))
             if missing.size:
                 for t in np.unique(toks[missing]).tolist():
                     dense[t] = self._first_ranges(int(t).to_bytes(w, "little"))
