@@ -16,9 +16,8 @@ from ingest.index import IndexEngine, build_index
 def bytes4(tmp_path_factory):
     """A byte-level index in 4 shards: each token's first-token row holds 4 (lo, hi) pairs."""
     root = tmp_path_factory.mktemp("review-corpus")
-    with open(root / "docs.jsonl", "w") as f:
-        for i in range(16):
-            f.write(json.dumps({"text": "".join(chr(32 + (i * 7 + k * 13) % 95) for k in range(120))}) + "\n")
+    (root / "docs.jsonl").write_text("".join(
+        json.dumps({"text": "".join(chr(32 + (i * 7 + k * 13) % 95) for k in range(120))}) + "\n" for i in range(16)))
     out = tmp_path_factory.mktemp("review-idx") / "idx-bytes-4"
     build_index([root], "bytes", out, shards=4, progress=False)
     eng = IndexEngine([str(out)], reopen_every=None)
@@ -45,3 +44,29 @@ def test_plan_bytes_refills_a_first_token_row_that_is_only_partly_written(bytes4
     assert np.array_equal(p.flo, ref.flo) and np.array_equal(p.fhi, ref.fhi)
     cnt, _, _ = eng.find_many_bytes(p, [0], [1])
     assert cnt == [eng.count_bytes(q[:1])]
+
+
+def test_metadata_cache_is_bounded_in_bytes_too() -> None:
+    """The tracer keeps each document's formatted metadata (cae9f9b), "bounded: cleared past 20,000 documents,
+    a few MiB". Metadata is every field of a corpus record but its text, so 20,000 documents of large records
+    (quality signals, raw HTML, long attributes) held one tracer - one per worker process - at gigabytes.
+    The cache must stay within a few dozen MiB whatever the records' size, and still answer right."""
+    from ingest.index.tokenizer import BytesTokenizer
+    from ingest.trace.params import TraceParams
+    from ingest.trace.tracer import Tracer
+
+    big = "x" * (1 << 19)
+
+    class _Engine:
+        def docs_by_ranks(self, requests, needle_len=0, max_ctx_len=0):
+            raise AssertionError
+
+        def doc_metadata(self, shard, local):
+            return "p.jsonl", local, {"id": local, "raw": big}
+
+    tr = Tracer(_Engine(), BytesTokenizer(), np.zeros(256), -30.0, TraceParams(), "t")
+    for i in range(120):  # 60 MiB of metadata
+        f = tr._doc_fields(0, i)
+        assert f[0] == str(i) and json.loads(f[3]) == {"id": i, "raw": big, "_path": "p.jsonl", "_linenum": i}
+    held = sum(len(v[3]) for v in tr._meta.values())
+    assert held <= 40 << 20, f"the metadata cache holds {held >> 20} MiB"
