@@ -28,7 +28,8 @@ def tokenizer(
     reference_source: Annotated[Optional[str], typer.Option("--reference-source", help="Use only this source of reference_docs (e.g. sandbox-tiny-code-heavy).")] = None,
     domain: Annotated[Optional[list[str]], typer.Option("--domain", help="Use only these domains (repeat the option).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="Model key to file the estimate under (default: the tokenizer's folder, absolute), as mixtures_documented names it.")] = None,
-    method: Annotated[str, typer.Option("--method", help="noise (default): constraints weighed by their bootstrap standard error, merges chosen from the data, calibrated interval; paper: Hayase et al.'s LP over the first 300 merges.")] = "noise",
+    method: Annotated[str, typer.Option("--method", help="noise (default): constraints weighed by their bootstrap standard error, merges chosen from the data, bias-corrected point, interval from resampled reference files and the training sample; paper: Hayase et al.'s LP over the first 300 merges; noise-v1: the first noise method.")] = "noise",
+    training_mb: Annotated[Optional[float], typer.Option("--training-mb", help="MB of text the tokenizer was trained on, if known (the noise method's interval draws a training sample of that size; default: as much as the reference text; inf: reference sampling only).")] = None,
     max_merges: Annotated[Optional[int], typer.Option("--max-merges", help="Use only the first N merges; 0 = all; default: the method's (paper 300, noise chosen from the data).")] = None,
     step_slack_only: Annotated[bool, typer.Option("--step-slack-only", help="Relax the LP per merge step only, without the paper's slack per pair.")] = False,
     n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates over reference documents.")] = 100,
@@ -45,6 +46,8 @@ def tokenizer(
 
     if n_boot < 0 or not 0 < ci_level < 1 or top_k < 1 or (max_merges is not None and max_merges < 0):
         raise UserError("--n-boot must be >= 0, --ci-level in (0, 1), --top-k >= 1 and --max-merges >= 0 (0 = all)")
+    if training_mb is not None and not training_mb > 0:
+        raise UserError("--training-mb must be > 0 (inf: reference sampling only)")
     get_method(method)
     tok = load_bpe(tokenizer_path)
     lake = state(ctx).lake
@@ -59,7 +62,8 @@ def tokenizer(
     if not docs:
         raise UserError(f"no reference documents of the domains {', '.join(domain or [])}")
     est = estimate_tokenizer_mixture(tok, docs, method=method, max_merges=max_merges, n_boot=n_boot, seed=seed,
-                                     level=ci_level, top_k=top_k, pair_slack=not step_slack_only)
+                                     level=ci_level, top_k=top_k, pair_slack=not step_slack_only,
+                                     training_bytes=None if training_mb is None else training_mb * 1e6)
     key = model_key(tokenizer_path, model)
     write_estimate(lake, estimate_rows(est, key, str(tok.path), source))
     s = est.solution

@@ -124,9 +124,94 @@ def test_methods_are_a_registry_and_both_run(held_out) -> None:
     tok, _, _, refs = held_out
     with pytest.raises(UserError, match="unknown bpe_merges method 'x'"):
         get_method("x")
-    est = {m: estimate_tokenizer_mixture(tok, refs, method=m, n_boot=6, seed=1) for m in ("paper", "noise")}
+    est = {m: estimate_tokenizer_mixture(tok, refs, method=m, n_boot=6, seed=1) for m in ("paper", "noise", "noise-v1")}
     assert est["paper"].n_merges_used == 120 and est["paper"].params["method"] == "paper"
     assert est["noise"].params["merges_chosen"] in (100, 120) and est["noise"].method == "noise"
+    # noise-v1 is what the noise method computes on the way (same seed, replicates and LP): its point is the mean of
+    # the document replicates; the noise method's is 2 x the LP point - that mean (clipped, renormalised)
+    p = est["noise"].params
+    np.testing.assert_allclose(est["noise-v1"].estimate, p["document_mean"], atol=1e-6)
+    bc = np.clip(2 * np.array(p["lp_point"]) - np.array(p["document_mean"]), 0, None)
+    np.testing.assert_allclose(est["noise"].estimate, bc / bc.sum(), atol=1e-5)
+    assert p["interval_replicates"] == "reference files + training sample" and len(p["training_scale"]) == 3
     for e in est.values():
         assert e.estimate.sum() == pytest.approx(1.0) and np.all(e.ci_low <= e.estimate + 1e-12)
         assert np.all(e.estimate <= e.ci_high + 1e-12)
+
+
+# ---- resample: files drawn together, the training sample's spread (issue 35, second pass) ----
+
+def _tiny_table(doc_domain, doc_files, counts):
+    """A `WordTable` by hand: one-symbol words of one byte each, `counts` (docs x words)."""
+    from scipy import sparse
+
+    from ingest.mixture.tokenizer import WordTable
+    from ingest.mixture.tokenizer.resample import cluster_index
+
+    counts = np.asarray(counts, dtype=float)
+    dd = np.asarray(doc_domain)
+    return WordTable(domains=tuple(f"d{i}" for i in range(dd.max() + 1)),
+                     words=tuple(f"w{j}" for j in range(counts.shape[1])),
+                     symbols=tuple((f"w{j}",) for j in range(counts.shape[1])),
+                     word_bytes=np.ones(counts.shape[1]), doc_domain=dd,
+                     doc_words=sparse.csr_matrix(counts), doc_file=cluster_index(dd, list(doc_files)))
+
+
+def test_file_ids_and_clusters_by_hand() -> None:
+    from ingest.mixture.tokenizer.resample import cluster_index, file_ids
+
+    assert file_ids(["a/x.py#0001", "a/x.py#0002", "b", "c#1#2"]) == ["a/x.py", "a/x.py", "b", "c"]
+    # the same file name in two domains is two clusters
+    assert cluster_index(np.array([0, 0, 1, 1, 0]), ["f", "f", "f", "g", "g"]).tolist() == [0, 0, 1, 2, 3]
+
+
+def test_training_scale_by_hand() -> None:
+    from ingest.mixture.tokenizer.resample import training_scale
+
+    # R = 100 bytes per domain, T = 400: s = sqrt(100 / (400 alpha)); alpha 0.25 -> 1, 0.5 -> sqrt(1/2),
+    # 0.01 -> floored at 0.02 -> sqrt(12.5)
+    got = training_scale(np.array([100.0, 100.0, 100.0]), np.array([0.25, 0.5, 0.01]), 400.0)
+    np.testing.assert_allclose(got, [1.0, np.sqrt(0.5), np.sqrt(12.5)], rtol=1e-12)
+    assert training_scale(np.array([5.0, 7.0]), np.array([0.5, 0.5]), float("inf")).tolist() == [0.0, 0.0]
+
+
+def test_pieces_of_one_file_are_drawn_together_with_multinomial_counts() -> None:
+    from ingest.mixture.tokenizer.resample import resample_weights
+
+    # domain 0: files A (3 pieces), B (1), C (2); domain 1: file D (2 pieces), E (1)
+    dd = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1])
+    cl = np.array([0, 0, 0, 1, 2, 2, 3, 3, 4])
+    rng = np.random.default_rng(3)
+    W = np.array([resample_weights(rng, dd, cl) for _ in range(4000)])
+    for members in ([0, 1, 2], [4, 5], [6, 7]):
+        assert np.all(W[:, members] == W[:, members[:1]])  # a file's pieces always share their weight
+    assert np.all(W[:, [0, 3, 4]].sum(axis=1) == 3) and np.all(W[:, [6, 8]].sum(axis=1) == 2)
+    # a file's draw count is Binomial(n_files, 1 / n_files): mean 1, variance 1 - 1/n (3 files: 2/3; 2 files: 1/2)
+    np.testing.assert_allclose(W[:, [0, 3, 4, 6, 8]].mean(axis=0), 1.0, atol=0.05)
+    np.testing.assert_allclose(W[:, [0, 3, 4, 6, 8]].var(axis=0), [2 / 3] * 3 + [1 / 2] * 2, rtol=0.09)
+
+
+def test_one_by_one_stream_equals_the_old_document_bootstrap(held_out) -> None:
+    from ingest.mixture.tokenizer.estimate import bootstrap_replicates
+
+    _, table, _, _ = held_out
+    for got, want in zip(bootstrap_replicates(table, 7)(4), _replicates(table, 4, seed=7)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_training_term_adds_s_squared_times_the_reference_variance() -> None:
+    """Var(F*_1 + s (F*_2 - F)) = (1 + s^2) Var(F*) for independent resamples: checked against the plain
+    resample's variance, per domain, by simulation (the oracle is the variance of a sum of independent terms)."""
+    from ingest.mixture.tokenizer.resample import replicate_stream
+
+    rng = np.random.default_rng(0)
+    n_docs = 40
+    dd = np.repeat([0, 1], n_docs // 2)
+    files = [f"f{i // 2}" for i in range(n_docs)]  # two pieces per file
+    table = _tiny_table(dd, files, rng.integers(0, 6, (n_docs, 5)))
+    s = np.array([1.0, 2.0])
+    plain = np.array(replicate_stream(table, 1, clusters=table.doc_file)(800))
+    both = np.array(replicate_stream(table, 2, clusters=table.doc_file, scale=s)(800))
+    ratio = both.var(axis=0) / plain.var(axis=0)  # (words, domains)
+    np.testing.assert_allclose(np.median(ratio, axis=0), 1 + s ** 2, rtol=0.2)
+    np.testing.assert_allclose(both.mean(axis=0), plain.mean(axis=0), rtol=0.06)

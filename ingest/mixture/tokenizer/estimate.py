@@ -20,6 +20,7 @@ from ingest.errors import UserError
 from ingest.mixture.tokenizer.counting import MergeLog, replay
 from ingest.mixture.tokenizer.loading import BpeTokenizer
 from ingest.mixture.tokenizer.methods import DEFAULT_METHOD, MethodInput, get_method
+from ingest.mixture.tokenizer.resample import cluster_index, file_ids, replicate_stream
 from ingest.mixture.tokenizer.solve import LpSolution, per_byte
 
 
@@ -40,6 +41,7 @@ class WordTable:
     word_bytes: np.ndarray  # (n_words,)
     doc_domain: np.ndarray  # (n_docs,) domain index
     doc_words: "object"  # scipy.sparse csr (n_docs x n_words) of counts
+    doc_file: np.ndarray | None = None  # (n_docs,) cluster of each document: one per (domain, file), see resample
 
     def freqs(self, doc_weight: np.ndarray | None = None) -> np.ndarray:
         """(n_words x n_domains) word frequencies, each document counted `doc_weight` times (default 1)."""
@@ -67,9 +69,11 @@ def word_table(tok: BpeTokenizer, docs: Sequence[ReferenceText]) -> WordTable:
             r.append(j), c.append(i), v.append(k)
     words = tuple(word_ix)
     D = sparse.csr_matrix((np.asarray(v, dtype=float), (r, c)), shape=(len(docs), len(words)))
+    doc_domain = np.array([dom_ix[d.domain] for d in docs], dtype=np.int64)
     return WordTable(domains=domains, words=words, symbols=tuple(tok.symbols(w) for w in words),
                      word_bytes=np.array([tok.word_bytes(w) for w in words], dtype=float),
-                     doc_domain=np.array([dom_ix[d.domain] for d in docs], dtype=np.int64), doc_words=D)
+                     doc_domain=doc_domain, doc_words=D,
+                     doc_file=cluster_index(doc_domain, file_ids([d.doc_id for d in docs])))
 
 
 @dataclass(frozen=True)
@@ -95,30 +99,21 @@ class TokenizerMixture:
 
 def bootstrap_replicates(table: WordTable, seed: int) -> "Callable[[int], list[np.ndarray]]":
     """A seeded stream of bootstrap replicates: each call returns the next n frequency tables (per million
-    bytes), the reference documents of each domain resampled with replacement."""
-    rng = np.random.default_rng(seed)
-    groups = [np.flatnonzero(table.doc_domain == i) for i in range(len(table.domains))]
-
-    def draw(n: int) -> list[np.ndarray]:
-        out = []
-        for _ in range(n):
-            weight = np.zeros(table.doc_domain.shape[0])
-            for g in groups:
-                np.add.at(weight, g[rng.integers(0, g.size, g.size)], 1.0)
-            out.append(per_byte(table.freqs(weight), table.word_bytes))
-        return out
-
-    return draw
+    bytes), the reference documents of each domain resampled with replacement, one by one (the paper method's
+    bootstrap; `resample.replicate_stream` draws files and the training sample as well)."""
+    return replicate_stream(table, seed)
 
 
 def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText], *, method: str = DEFAULT_METHOD,
                                max_merges: int | None = None, n_boot: int = 100, seed: int = 0,
                                level: float = 0.95, top_k: int = 5, log: MergeLog | None = None,
-                               pair_slack: bool = True) -> TokenizerMixture:
+                               pair_slack: bool = True, training_bytes: float | None = None) -> TokenizerMixture:
     """Point estimate and interval of the `method` in `methods.METHODS` (default: the noise-weighted LP).
     `max_merges` None = the method's default (paper: the first 300; noise: chosen from the data), 0 = all.
     `pair_slack`: the paper's slack per pair as well as per merge step (`solve.solve_mixture`). `log`: a replay
-    of the merges over this table's words, to reuse (benchmarks)."""
+    of the merges over this table's words, to reuse (benchmarks). `training_bytes`: how much text the tokenizer
+    was trained on, if known (the `noise` method's bootstrap draws a training sample of that size; None = as many
+    bytes as the reference text, math.inf = reference sampling only)."""
     t0 = time.perf_counter()
     spec = get_method(method)
     docs = [d for d in docs if d.text]
@@ -127,13 +122,16 @@ def estimate_tokenizer_mixture(tok: BpeTokenizer, docs: Iterable[ReferenceText],
         raise UserError("no reference documents: import some (`lmaudit reference import`) or pass --reference")
     if log is None:
         log = replay(table.symbols, tok.merges, tok.merged)
-    res = spec.run(MethodInput(log=log, freqs=per_byte(table.freqs(), table.word_bytes),
+    freqs = table.freqs()
+    ref_bytes = table.word_bytes @ freqs
+    res = spec.run(MethodInput(log=log, freqs=per_byte(freqs, table.word_bytes),
                                replicates=bootstrap_replicates(table, seed), n_boot=n_boot, level=level,
-                               top_k=top_k, pair_slack=pair_slack, max_merges=max_merges))
+                               top_k=top_k, pair_slack=pair_slack, max_merges=max_merges,
+                               file_replicates=lambda s: replicate_stream(table, seed, clusters=table.doc_file, scale=s),
+                               ref_bytes=ref_bytes, training_bytes=training_bytes))
     groups = [np.flatnonzero(table.doc_domain == i) for i in range(len(table.domains))]
     n_docs = {d: int(g.size) for d, g in zip(table.domains, groups)}
-    freqs = table.freqs()
-    n_bytes = {d: int(table.word_bytes @ freqs[:, i]) for i, d in enumerate(table.domains)}
+    n_bytes = {d: int(b) for d, b in zip(table.domains, ref_bytes)}
     params = {"method": spec.name, "max_merges": max_merges, "top_k": top_k, "pair_slack": pair_slack,
               "n_boot": n_boot, "seed": seed, "ci_level": level, "basis": "bytes",
               "resample": "reference documents within each domain", **res.params}
