@@ -35,7 +35,8 @@ PROPME = ["+fct_setting_metrics", "+fct_propensity", "+fct_run_differences", "+f
           "stg_corpora"]  # all PropMe models (stg_corpora: the staging relationship tests need it)
 # downstream of int_propme_params but reading tables this lake does not build (document sets, provenance, explorer)
 NOT_PROPME = ["--exclude", "path:models/intermediate/audit", "path:models/marts/audit",
-              "path:models/intermediate/provenance", "path:models/marts/provenance", "path:models/marts/explore"]
+              "path:models/intermediate/provenance", "path:models/marts/provenance", "path:models/intermediate/explore",
+              "path:models/marts/explore"]
 LOOP_TEXT = "I'm sorry. " * 5
 LICENSE = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
            "associated documentation files")
