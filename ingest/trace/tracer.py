@@ -42,6 +42,7 @@ from ingest.trace.params import TraceParams
 from ingest.trace.tierkernel import normalized_holds
 
 _SENTENCE_END = (".", "!", "?")
+_META_CACHE_CHARS = 32 << 20  # metadata JSON the tracer keeps formatted (`Tracer._doc_fields`)
 
 
 @dataclass
@@ -269,6 +270,7 @@ class Tracer:
                 self._table = (np.frombuffer(b"".join(table), dtype=np.uint8),
                                np.concatenate([[0], np.cumsum([len(t) for t in table])]).astype(np.int64))
         self._meta: dict[tuple[int, int], tuple[Any, ...]] = {}  # (shard, local doc) -> row fields, see _doc_fields
+        self._meta_chars = 0  # characters of metadata JSON held in _meta (approximate under threads: a bound only)
         self.stats = LookupStats()
         # `IndexEngine` checks what it reads (found ranks, offsets, metadata) and names a damaged file;
         # stand-ins (tests, benchmarks) may lack either
@@ -553,7 +555,8 @@ class Tracer:
 
     def _doc_fields(self, shard: int, local: int) -> tuple[Any, ...]:
         """(doc_id, source, domain, metadata JSON) of a document's rows, read and formatted once per tracer
-        (the index never changes; bounded: cleared past 20,000 documents, a few MiB of metadata)."""
+        (the index never changes; bounded: cleared past 20,000 documents or 32 Mi characters of metadata JSON,
+        as a corpus record's other fields can be large)."""
         key = (shard, local)
         f = self._meta.get(key)
         if f is None:
@@ -562,9 +565,11 @@ class Tracer:
             f = (None if meta.get("id") is None else str(meta.get("id")),
                  None if meta.get("source") is None else str(meta.get("source")),
                  None if meta.get("domain") is None else str(meta.get("domain")), _json(meta, path, linenum))
-            if len(self._meta) > 20_000:
+            if len(self._meta) > 20_000 or self._meta_chars > _META_CACHE_CHARS:
                 self._meta.clear()
+                self._meta_chars = 0
             self._meta[key] = f
+            self._meta_chars += len(f[3])
         return f
 
     # -- duplication ----------------------------------------------------------------------------
