@@ -70,3 +70,33 @@ def test_metadata_cache_is_bounded_in_bytes_too() -> None:
         assert f[0] == str(i) and json.loads(f[3]) == {"id": i, "raw": big, "_path": "p.jsonl", "_linenum": i}
     held = sum(len(v[3]) for v in tr._meta.values())
     assert held <= 40 << 20, f"the metadata cache holds {held >> 20} MiB"
+
+
+def test_window_scan_reserves_what_it_can_write_not_the_longest_token_per_token() -> None:
+    """`scan_windows` decodes into one buffer sized ntok x (the longest token's bytes) (8f3fce1: no counting
+    pass). Real byte tables have tokens of 128 (GPT-2, Llama 3) to 512 bytes (GPT-NeoX, runs of spaces), ~6 on
+    average, so a long generation's windows reserved 20-80x their size: gigabytes of address space per call
+    (refused under a strict overcommit policy or `ulimit -v`), and any vocabulary with one very long token
+    reserves without bound. Here one 1 MiB token and 100,000 one-byte tokens: the buffer must stay near the
+    bytes the windows decode to."""
+    from ingest.trace import windowkernel as wk
+
+    if not wk.available():
+        pytest.skip("compiled window scan unavailable")
+    long = 1 << 20
+    tb = np.frombuffer(b"a " + b"b" * long, dtype=np.uint8)  # ids: 0 "a", 1 " ", 2 one MiB of "b"
+    toff = np.array([0, 1, 2, 2 + long], dtype=np.int64)
+    n = 100_000
+    win = np.zeros(n + 2, dtype=np.uint8)
+    win[n:] = (1, 2)  # window 1: a space, then the long token
+    gen = np.frombuffer(b"aaa", dtype=np.uint8)  # read-only, as the tracer passes it (one compiled variant)
+    res = np.zeros((2, 7), dtype=np.int64)
+    try:
+        text, off = wk.scan_windows(win, np.array([0, n]), np.array([n, n + 2]), 1, tb, toff, gen, gen, gen,
+                                    np.zeros(0, dtype=np.uint8), np.zeros(6, dtype=np.int64),
+                                    np.array([0, 0]), res)
+    except MemoryError:
+        pytest.fail("the window scan asked for (ntok x the longest token) bytes: 100 GiB")
+    assert text[off[0]:off[1]].tobytes() == b"a" * n and text[off[1]:off[2]].tobytes() == b" " + b"b" * long
+    assert res[:, :3].tolist() == [[1, 1, wk.RAW], [1, 1, wk.PARTIAL]]
+    assert text.shape[0] <= 2 * (n + 1 + long), f"{text.shape[0] >> 20} MiB reserved for {(n + 1 + long) >> 20} MiB"
