@@ -46,6 +46,8 @@ except Exception as e:  # pragma: no cover - platform dependent
 RAW, NORMALIZED, PARTIAL = 1, 2, 3
 # nv status (res[:, 3])
 NV_NONE, NV_DONE = 0, 1
+# text bytes reserved without counting (ntok x the longest token); past this the decoded size is counted first
+_RESERVE_MAX = 1 << 26
 
 
 def _utf8_ok(a: Any, lo: int, hi: int) -> bool:
@@ -133,13 +135,23 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
     of every window concatenated, offsets (n + 1)); an undecodable window's text is empty."""
     n = bstart.shape[0]
     ntab = toff.shape[0] - 1
-    longest = 0  # the longest token's bytes: room for every window without a counting pass
+    longest = 0  # the longest token's bytes: room for every window without a counting pass (up to _RESERVE_MAX)
     for t in range(ntab):
         longest = max(longest, toff[t + 1] - toff[t])
     ntok = 0
     for i in range(n):
         ntok += (bend[i] - bstart[i]) // w
-    text = np.empty(ntok * longest, dtype=np.uint8)
+    size = ntok * longest
+    if size > _RESERVE_MAX:  # long tokens (runs of spaces: 128-512 bytes, ~6 on average): count exactly
+        size = 0
+        for i in range(n):
+            for p in range(bstart[i], bend[i], w):
+                t = 0
+                for k in range(w - 1, -1, -1):
+                    t = (t << 8) | int(buf[p + k])
+                if t < ntab:
+                    size += toff[t + 1] - toff[t]
+    text = np.empty(size, dtype=np.uint8)
     off = np.zeros(n + 1, dtype=np.int64)
     at = 0
     for i in range(n):
