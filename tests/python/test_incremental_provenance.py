@@ -129,24 +129,24 @@ def test_incremental_provenance_equals_a_full_refresh(tmp_path: Path) -> None:
     generations_after = {r[10] for r in refreshed["int_document_reproductions"]}
     assert "r6_unc" in runs_after and "r_gen" not in runs_after and "unc_0" not in generations_after
 
-    # a new run reproducing documents another run reproduces recomputes them (their runs grow) ...
+    # one build after: a new run reproducing documents another run reproduces (they must be recomputed: their
+    # runs grow), a provenance row (what `lmaudit provenance` read: its document is recomputed), and a hand-made
+    # change to a document neither touches (it must survive: reused, not recomputed)
     kept_docs = {(r[0], r[3]): r[19] for r in refreshed["fct_document_provenance"]}  # corpus_key, doc_ix: n_runs
-    _copy_run(home2, "r_pre", "r_pre_copy")
-    _build(home2)
-    grown = {(r[0], r[3]): r[19] for r in _tables(home2)["fct_document_provenance"]}
-    assert any(grown[k] == n + 1 for k, n in kept_docs.items())
-    # ... and a provenance row (what `lmaudit provenance` read) recomputes its document; the others are reused
     with duckdb.connect(str(db_path(home2))) as con:
-        (key_a, ix_a), (key_b, ix_b, text_b) = con.execute(
-            "select corpus_key, doc_ix from fct_document_provenance order by corpus_key, doc_ix limit 1").fetchone(), \
-            con.execute("select corpus_key, doc_ix, longest_span_text from fct_document_provenance "
-                        "order by corpus_key desc, doc_ix desc limit 1").fetchone()
-        assert (key_a, ix_a) != (key_b, ix_b)
+        key_a, ix_a = con.execute("select corpus_key, doc_ix from fct_document_provenance "
+                                  "order by corpus_key, doc_ix limit 1").fetchone()
+        key_b, ix_b, text_b = con.execute(
+            "select corpus_key, doc_ix, longest_span_text from fct_document_provenance where not "
+            "list_contains(run_ids, 'r_pre') and (corpus_key, doc_ix) <> (?, ?) limit 1", [key_a, ix_a]).fetchone()
         con.execute("update fct_document_provenance set longest_span_text = 'tampered' "
                     "where corpus_key = ? and doc_ix = ?", [key_b, ix_b])
+    _copy_run(home2, "r_pre", "r_pre_copy")
     Lake(home2).write("document_provenance", "p", [{
         "provenance_id": "p1", "corpus_key": key_a, "doc_ix": ix_a, "licence_detected": "MIT", "source": "s"}])
     _build(home2)
+    grown = {(r[0], r[3]): r[19] for r in _tables(home2)["fct_document_provenance"]}
+    assert any(grown[k] == n + 1 for k, n in kept_docs.items())
     with duckdb.connect(str(db_path(home2))) as con:
         assert con.execute("select licence, is_read from fct_document_provenance where corpus_key = ? and doc_ix = ?",
                            [key_a, ix_a]).fetchone() == ("MIT", True)
