@@ -5,8 +5,8 @@ changes to the lake gives the same generation posteriors, per-run estimates and 
 On test_mixture_dbt's hand-built lake (two classifiers, run r1) plus runs r2 and r4 scored by the good
 classifier: build; add a scored run (r3), re-import a generation of r1 (its posterior no longer counts), remove r2;
 build incrementally and compare with a full refresh row for row. r4's rows are reused (a hand-made change to them
-survives the incremental build). Then a changed reference posterior of the classifier (the calibration side)
-must recompute every run it scored, and a changed var every group.
+survives the incremental build). Then a changed reference posterior of the classifier (the calibration side),
+with the classifier renamed in place, must recompute every run it scored, and a changed var every group.
 """
 
 from __future__ import annotations
@@ -113,16 +113,20 @@ def test_incremental_mixture_equals_a_full_refresh(tmp_path: Path) -> None:
     for name in TABLES[:2]:  # fct_mixture_estimates was built from the tampered rows; compared below
         assert refreshed[name] == incremental[name], name
 
-    # a changed reference posterior of the good classifier recomputes every run it scored (and no other)
+    # a changed reference posterior of the good classifier, which is also renamed in place (same classifier_id),
+    # recomputes every run it scored (and no other), posteriors and estimates under the new name
     ref_doc = make_key("refs", "docs-1")
     _rewrite(lake, "classifier_outputs", "hand",
              lambda o: {**o, "probs": [0.3, 0.6, 0.1]} if o["item_id"] == ref_doc and o["classifier_id"] == HAND
              else o)
+    _rewrite(lake, "classifiers", "hand", lambda c: {**c, "name": "hand-v2"} if c["classifier_id"] == HAND else c)
     _build(home)
     recomputed = _hashes(home)
     assert all(recomputed[k] != after[k] for k in after if k[0] == HAND)
     assert all(recomputed[k] == after[k] for k in after if k[0] != HAND)
     incremental = _tables(home)
+    assert {r[1] for r in incremental["int_mixture_generation_posteriors"] if r[0] == HAND} == {"hand-v2"}
+    assert {r[2] for r in incremental["fct_mixture_estimates"] if r[1] == HAND} == {"hand-v2"}
     _build(home, full_refresh=True)
     assert _tables(home) == incremental
 

@@ -144,7 +144,19 @@ def test_incremental_provenance_equals_a_full_refresh(tmp_path: Path) -> None:
     _copy_run(home2, "r_pre", "r_pre_copy")
     Lake(home2).write("document_provenance", "p", [{
         "provenance_id": "p1", "corpus_key": key_a, "doc_ix": ix_a, "licence_detected": "MIT", "source": "s"}])
+    # ... and two generations of r_unc swap their sample_idx (same ids and texts): the explorer's order inside
+    # the run follows, its ordinals compared with a full refresh below
+    gens = Lake(home2).read("generations", "g").to_pylist()
+    unc = sorted((g for g in gens if g["run_id"] == "r_unc"), key=lambda g: g["sample_idx"])
+    first, last = unc[0]["generation_id"], unc[-1]["generation_id"]
+    swap = {first: unc[-1]["sample_idx"], last: unc[0]["sample_idx"]}
+    Lake(home2).write("generations", "g", [{**g, "sample_idx": swap.get(g["generation_id"], g["sample_idx"])}
+                                           for g in gens])
     _build(home2)
+    with duckdb.connect(str(db_path(home2)), read_only=True) as con:
+        shown = [r[0] for r in con.execute("select generation_id from fct_explore_generations where run_id = 'r_unc' "
+                                           "order by ordinal").fetchall()]
+    assert shown[0] == last and shown[-1] == first
     grown = {(r[0], r[3]): r[19] for r in _tables(home2)["fct_document_provenance"]}
     assert any(grown[k] == n + 1 for k, n in kept_docs.items())
     with duckdb.connect(str(db_path(home2))) as con:
