@@ -786,12 +786,22 @@ def test_nv_kernel_hash_collision_falls_back_to_the_python_path(monkeypatch) -> 
     starts, ends = np.array([0, 4, 8]), np.array([3, 7, 11])
     first_s, first_e, owners = np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)
     out = np.empty(3, dtype=np.int64)
+    def table(planted: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's open-addressing map (size a power of two, -1 where free), holding `planted`."""
+        keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16, dtype=np.int64)
+        for k, v in planted.items():
+            slot = k & 15
+            while keys[slot] != -1:
+                slot = (slot + 1) & 15
+            keys[slot], vals[slot] = k, v
+        return keys, vals
+
     with np.errstate(over="ignore"):
-        assert ids(buf, starts, ends, 3, {}, (buf, buf), first_s, first_e, 0, out, 0, owners) == 2
+        assert ids(buf, starts, ends, 3, *table({}), (buf, buf), first_s, first_e, 0, out, 0, owners) == 2
         assert list(out) == [0, 1, 0]  # equal bytes, one id
-        planted = {fnv(b"abd"): 0}  # id 0 is "abc" (bytes 0..3) but holds the hash of "abd"
-        first_s[:], first_e[:] = 0, 3
-        assert ids(buf, starts[1:2], ends[1:2], 1, planted, (buf, buf), first_s, first_e, 1, out, 0, owners) == -1
+        planted = table({fnv(b"abd"): 0})  # id 0 is "abc" (bytes 0..3) but holds the hash of "abd"
+        first_s[:], first_e[:], owners[:] = 0, 3, 0
+        assert ids(buf, starts[1:2], ends[1:2], 1, *planted, (buf, buf), first_s, first_e, 1, out, 0, owners) == -1
 
     if nvkernel.available():
         words, window = normalize_words("a b c d e f"), "x a b c d e f y"
