@@ -2,18 +2,26 @@
 
 Later steps (prompts, generate, trace) refer to a corpus by its name; this module turns the name into an
 open index engine and the index's tokenizer, with one-line errors when the index moved or changed.
+
+An index folder inside the warehouse (a sandbox's, an attached index's manifest) is recorded relative to
+the warehouse, so a moved or copied warehouse opens its own copy (`corpus_row` hands out the folders as
+they lie now). Rows registered before that hold absolute paths: one that names another warehouse's folder
+is looked for at the same place in this one and used there if its manifests are the registered ones.
+The corpus id is the name's key, never a path, so it is the same wherever the warehouse lives.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ingest.errors import UserError
+from ingest.home import from_stored, stored_path
 from ingest.lake import Lake, make_key, partition_name
 
 
@@ -31,19 +39,25 @@ def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict
     dirs = [str(Path(d).resolve()) for d in index_dirs]
     manifests = [IndexManifest.load(d) for d in dirs]
     first = manifests[0]
-    manifest_bytes = b"".join(IndexManifest.path_in(d).read_bytes() for d in dirs)
     tok = first.tokenizer
     row = {
         "corpus_id": corpus_id_for(name), "name": name,
-        "tokenizer": tok.get("path") or tok.get("name"), "token_dtype": first.dtype,
-        "vocab_size": first.vocab_size, "eos_token_id": first.eos_token_id,
+        "tokenizer": stored_path(lake.home, tok["path"]) if tok.get("path") else tok.get("name"),
+        "token_dtype": first.dtype, "vocab_size": first.vocab_size, "eos_token_id": first.eos_token_id,
         "n_docs": sum(m.n_docs for m in manifests), "n_tokens": sum(m.n_tokens for m in manifests),
-        "n_shards": sum(len(m.shards) for m in manifests), "index_dirs": dirs,
-        "manifest_hash": hashlib.sha256(manifest_bytes).hexdigest(),
+        "n_shards": sum(len(m.shards) for m in manifests),
+        "index_dirs": [stored_path(lake.home, d) for d in dirs],
+        "manifest_hash": _manifest_hash(dirs),
         "registered_at": datetime.now(timezone.utc),
     }
     lake.write("corpora", partition_name("corpus", name), [row])
-    return row
+    return {**row, "index_dirs": dirs}
+
+
+def _manifest_hash(dirs: list[str]) -> str:
+    from ingest.index.manifest import IndexManifest
+
+    return hashlib.sha256(b"".join(IndexManifest.path_in(d).read_bytes() for d in dirs)).hexdigest()
 
 
 def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer: str,
@@ -98,13 +112,68 @@ def attach_corpus(lake: Lake, name: str, index_dirs: list[str | Path], tokenizer
 
 
 def corpus_row(lake: Lake, name: str) -> dict[str, Any]:
+    """The corpus's row, its `index_dirs` as absolute folders where they lie now (see `current_index_dirs`)."""
     rows = [r for r in lake.read("corpora").to_pylist() if r["name"] == name]
     if not rows:
         known = sorted(r["name"] for r in lake.read("corpora").to_pylist())
         hint = f"known: {', '.join(known)}" if known else "none is registered yet"
         raise UserError(f"corpus {name!r} is not registered ({hint}); run `lmaudit index build ... --name {name}` "
                         "or `lmaudit index attach`")
-    return rows[0]
+    return {**rows[0], "index_dirs": current_index_dirs(lake, rows[0])}
+
+
+def current_index_dirs(lake: Lake, row: dict[str, Any]) -> list[str]:
+    """A corpus row's index folders, absolute, in this warehouse.
+
+    A relative folder is under this warehouse. An absolute one recorded before paths were relative may name
+    the folder of the warehouse this one was moved or copied from: if the same tail exists here (e.g.
+    `sandbox/<size>/index`) and the manifests there are the registered ones, that is the corpus's index,
+    and the original warehouse is never read (it may be gone, or hold another index by now).
+    Folders whose manifests are not the registered ones are refused (one line); missing ones are left to the
+    caller, which names them (`missing_index_message`)."""
+    stored = list(row["index_dirs"])
+    dirs = [str(from_stored(lake.home, d)) for d in stored]
+    moved = [_moved_into(lake.home, d) if os.path.isabs(d) else d for d in dirs]
+    if moved != dirs and _manifest_hash_or_none(moved) == row["manifest_hash"]:
+        return moved
+    current = _manifest_hash_or_none(dirs)
+    if current is not None and current != row["manifest_hash"]:
+        raise UserError(f"corpus {row['name']!r}: the index in {', '.join(dirs)} is not the one registered (it "
+                        "changed, or the warehouse was moved and that folder now holds another); register it again "
+                        "(`lmaudit index attach`) so results stay traceable")
+    return dirs
+
+
+def _moved_into(home: Path, recorded: str) -> str:
+    """`recorded` as the longest tail of it that is an index folder in this warehouse, else as recorded."""
+    from ingest.index.manifest import IndexManifest
+
+    home = Path(home).resolve()
+    if home == Path(recorded) or home in Path(recorded).parents:
+        return recorded
+    parts = Path(recorded).parts[1:]
+    for i in range(len(parts)):
+        candidate = home.joinpath(*parts[i:])
+        if IndexManifest.path_in(candidate).is_file():
+            return str(candidate)
+    return recorded
+
+
+def _manifest_hash_or_none(dirs: list[str]) -> str | None:
+    try:
+        return _manifest_hash(dirs)
+    except OSError:
+        return None
+
+
+def missing_index_message(name: str, folder: str, home: Path) -> str:
+    """One line for a corpus whose index folder is gone: where it was looked for, and how to register it again."""
+    inside = not os.path.isabs(stored_path(home, folder))
+    why = "" if inside else (" (an absolute path recorded before this warehouse was moved or copied, or a folder "
+                             "that was moved since)")
+    return (f"corpus {name!r}: index folder {folder} is gone or has no manifest{why}; register the index again "
+            f"where it is now (`lmaudit index attach FOLDER --tokenizer TOKENIZER --name {name}`, or "
+            f"`lmaudit sandbox` for a sandbox corpus) or rebuild it (`lmaudit index build`)")
 
 
 @dataclass
@@ -128,15 +197,9 @@ def open_corpus(lake: Lake, name: str, **engine_kwargs) -> OpenCorpus:
     dirs = row["index_dirs"]
     for d in dirs:
         if not IndexManifest.path_in(d).exists():
-            raise UserError(f"corpus {name!r}: index folder {d} is gone or has no manifest; rebuild it or "
-                            "register it again with `lmaudit index attach`")
-    current = hashlib.sha256(b"".join(IndexManifest.path_in(d).read_bytes() for d in dirs)).hexdigest()
-    if current != row["manifest_hash"]:
-        raise UserError(f"corpus {name!r}: the index changed since it was registered; register it again "
-                        "(`lmaudit index attach`) so results stay traceable")
+            raise UserError(missing_index_message(name, d, lake.home))
     engine = IndexEngine(dirs, **engine_kwargs)
-    tok_spec = engine.manifest.tokenizer
-    tokenizer = load_tokenizer(tok_spec.get("path") or tok_spec.get("name"))
+    tokenizer = load_tokenizer(engine.manifest.tokenizer_spec(dirs[0]))
     return OpenCorpus(row, engine, tokenizer)
 
 

@@ -2,6 +2,11 @@
 
 The warehouse folder holds the lake (raw Parquet), the DuckDB file that dbt builds, dbt's own target and
 log folders, and exports. It is chosen by `--warehouse DIR`, else `$LMAUDIT_HOME`, else `./warehouse`.
+
+A warehouse can be moved or copied (`mv`, `cp -r`): a path the lake records (a corpus's index folders, the
+folders a trace read) is written relative to the warehouse when it lies inside it (`stored_path`) and read
+back against wherever the warehouse is now (`from_stored`); a path outside it (a shared prebuilt index)
+stays absolute, since it does not move with the warehouse.
 """
 
 from __future__ import annotations
@@ -43,3 +48,18 @@ def project_dir() -> Path:
     raise UserError(
         "cannot find the dbt project (dbt_project.yml); install lmaudit from its repository with "
         f"`pip install -e .` or set {ENV_PROJECT} to the repository root")
+
+
+def stored_path(home: Path, path: str | os.PathLike) -> str:
+    """`path` as the lake records it: relative to the warehouse (POSIX separators) when it lies inside it, so
+    that a moved or copied warehouse reads its own files, never the original's; absolute otherwise."""
+    absolute = Path(path).resolve()
+    try:
+        return absolute.relative_to(Path(home).resolve()).as_posix() or "."
+    except ValueError:
+        return str(absolute)
+
+
+def from_stored(home: Path, stored: str) -> Path:
+    """A recorded path as it lies now: a relative one under the current warehouse, an absolute one as is."""
+    return Path(stored) if os.path.isabs(stored) else Path(home) / stored

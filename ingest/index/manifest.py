@@ -1,17 +1,25 @@
 """An index's manifest (`lmaudit-index.json`: what every index folder holds and how to open it) and the rules for
 its paths and pointer widths, shared by the code that builds or attaches indexes (build.py), checks them
 (checks.py) and opens them (engine.py), so that none of those imports another for these definitions.
+
+A manifest records absolute paths (the tokenizer file, the data folder of an attached index) and is never
+rewritten after a build, yet the index may since have moved with its warehouse (`mv`, `cp -r`). So a
+recorded path is looked for first where it would be now, had it moved together with the index folder
+(`moved_with`), and is used there only if its content is the recorded one (the tokenizer's sha256, the
+shard files' sizes); else where it was recorded. A warehouse moved or copied thus reads its own tokenizer
+and never the original's, while an index that moved alone still finds a tokenizer that stayed put.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -90,8 +98,31 @@ class IndexManifest:
     data_dir: str | None = None
 
     def shard_dir(self, index_dir: str | os.PathLike[str]) -> str:
-        """Where the shard files (tokenized.s, table.s, ...) of the index described in `index_dir` are."""
-        return self.data_dir or str(index_dir)
+        """Where the shard files (tokenized.s, table.s, ...) of the index described in `index_dir` are: an
+        attached index's data folder, where it lies now if it moved with the index (same shard file sizes)."""
+        if not self.data_dir:
+            return str(index_dir)
+
+        def same_files(folder: Path) -> bool:
+            return all(_size(folder / f"tokenized.{s.shard}") == s.ds_bytes for s in self.shards)
+
+        return moved_with(self.data_dir, index_dir, same_files)
+
+    def tokenizer_spec(self, index_dir: str | os.PathLike[str]) -> str:
+        """What `load_tokenizer` needs to load this index's tokenizer: its file (where it lies now if it moved
+        with the index, and only if its sha256 is the recorded one), else its hub name or `bytes`."""
+        tok = self.tokenizer
+        path = tok.get("path")
+        if not path:
+            return str(tok.get("name"))
+        digest = tok.get("sha256")
+
+        def same_tokenizer(candidate: Path) -> bool:
+            if candidate.is_file() and digest:
+                return _sha256(candidate) == digest
+            return candidate.is_dir()  # a folder transformers converts: its digest is of the converted form
+
+        return moved_with(path, index_dir, same_tokenizer)
 
     @staticmethod
     def path_in(index_dir: str | os.PathLike[str]) -> Path:
@@ -119,7 +150,8 @@ class IndexManifest:
     def load(cls, index_dir: str | os.PathLike[str]) -> IndexManifest:
         path = cls.path_in(index_dir)
         if not Path(index_dir).is_dir():
-            raise UserError(f"index folder {index_dir} does not exist; build it with `lmaudit index build`")
+            raise UserError(f"index folder {index_dir} does not exist; build it with `lmaudit index build`, or "
+                            "register it where it is now with `lmaudit index attach`")
         if not path.is_file():
             raise UserError(
                 f"{index_dir} has no {MANIFEST_NAME}; build the index with `lmaudit index build` "
@@ -148,6 +180,47 @@ class IndexManifest:
             raise UserError(f"{path} holds {table.shape} values, not one per token id ({self.vocab_size}); rebuild "
                             "the index or restore the file")
         return table
+
+
+def moved_with(recorded: str, index_dir: str | os.PathLike[str], accept: Callable[[Path], bool]) -> str:
+    """`recorded` (an absolute path a manifest holds) where it lies now if it moved together with the index
+    folder, else as recorded.
+
+    The manifest does not know where it was written, so each folder above the index (nearest first) is tried
+    with each tail of the recorded path (shortest first): after `mv /a/wh /b/wh`, the recorded
+    `/a/wh/sandbox/model/tokenizer.json` is found as `/b/wh/sandbox/model/tokenizer.json` before the search
+    ever reaches `/a`. A candidate counts only if `accept` finds the recorded content there; reaching the
+    recorded path itself means it did not move."""
+    if not os.path.isabs(recorded):
+        return recorded
+    here = Path(os.path.abspath(index_dir))
+    parts = Path(recorded).parts[1:]
+    for above in (here, *here.parents):
+        for i in range(len(parts) - 1, -1, -1):
+            candidate = above.joinpath(*parts[i:])
+            if str(candidate) == recorded:
+                return recorded
+            if candidate.exists() and accept(candidate):
+                return str(candidate)
+    return recorded
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _sha256(path: Path) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def ptr_size(ds_bytes: int) -> int:

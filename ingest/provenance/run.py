@@ -21,8 +21,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from ingest.errors import UserError
+from ingest.home import from_stored
 from ingest.lake import Lake, make_key, partition_name, text_hash
 
 TABLES = ("document_provenance", "personal_data_scans", "personal_data_findings")
@@ -112,20 +114,22 @@ def _count_spans(con, min_span: int) -> tuple[int, int]:
     return int(todo), int(done)
 
 
-def _index_dirs(index_dir: str | None) -> list[str]:
+def _index_dirs(index_dir: str | None, home: Path) -> list[str]:
+    """A trace pass's index folders, absolute: one inside the warehouse is recorded relative to it."""
     try:
         dirs = json.loads(index_dir or "[]")
     except ValueError:
         dirs = [index_dir]
-    return [str(d) for d in dirs] if isinstance(dirs, list) else [str(dirs)]
+    dirs = [str(d) for d in dirs] if isinstance(dirs, list) else [str(dirs)]
+    return [str(from_stored(home, d)) for d in dirs]
 
 
-def check_indexes(todo: Sequence[tuple]) -> None:
+def check_indexes(todo: Sequence[tuple], home: Path) -> None:
     """One line naming a traced index that can no longer be opened, before anything is written."""
     from ingest.index.manifest import IndexManifest
 
     for index_dir in sorted({t[2] for t in todo if t[2]}):
-        for d in _index_dirs(index_dir):
+        for d in _index_dirs(index_dir, home):
             if not IndexManifest.path_in(d).exists():
                 raise UserError(f"the index {d} that generations were traced against is gone or has no manifest; "
                                 "provenance reads each reproduced document's whole text from it: restore or "
@@ -167,10 +171,10 @@ def _read_documents(lake: Lake, todo: Sequence[tuple], bar, task) -> int:
     for key, corpus_id, index_dir, doc_ix, shard in todo:
         groups.setdefault((key, corpus_id, index_dir), []).append((doc_ix, shard))
     for (key, corpus_id, index_dir), docs in groups.items():
-        engine = IndexEngine(_index_dirs(index_dir))
+        dirs = _index_dirs(index_dir, lake.home)
+        engine = IndexEngine(dirs)
         try:
-            spec = engine.manifest.tokenizer
-            tok = load_tokenizer(spec.get("path") or spec.get("name"))
+            tok = load_tokenizer(engine.manifest.tokenizer_spec(dirs[0]))
             for i in range(0, len(docs), DOC_BATCH):
                 batch = docs[i:i + DOC_BATCH]
                 now = datetime.now(timezone.utc)
@@ -228,7 +232,7 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
     con = _connect(lake)
     try:
         docs, docs_done = _todo_documents(con, min_span, everything=rescan)
-        check_indexes(docs)  # before anything is written or removed
+        check_indexes(docs, lake.home)  # before anything is written or removed
         if rescan:
             with lake.transaction():
                 for t in TABLES:

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from ingest import __version__
 from ingest.errors import UserError
 from ingest.executors import Executor, WorkerSpec, get_executor
+from ingest.home import stored_path
 from ingest.lake import Lake, make_key, text_hash
 from ingest.trace.params import TraceParams
 
@@ -83,7 +84,7 @@ def open_tracer(job: TraceJob, trace_id: str):
 
     engine = IndexEngine(list(job.index_dirs), reopen_every=None)
     m = engine.manifest
-    tok = load_tokenizer(m.tokenizer.get("path") or m.tokenizer.get("name"))
+    tok = load_tokenizer(m.tokenizer_spec(job.index_dirs[0]))  # where it lies now (a moved warehouse)
     logp = m.load_logprobs(job.index_dirs[0])
     return Tracer(engine, tok, logp, m.unigram_floor if m.unigram_floor is not None else -30.0, job.params, trace_id)
 
@@ -176,7 +177,9 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
              for part in lake.partitions(table) if part.startswith(prefix) and part not in names]
 
     def pass_row(finished: datetime | None) -> list[dict]:
-        return [{"trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(list(job.index_dirs)),
+        # folders inside the warehouse relative to it: a moved or copied warehouse finds them (ingest/home.py)
+        dirs = [stored_path(lake.home, d) for d in job.index_dirs]
+        return [{"trace_id": trace_id, "corpus_id": corpus_id, "index_dir": json.dumps(dirs),
                  "mode": job.params.mode, "params": job.params.to_json(), "code_version": __version__,
                  "started_at": started, "finished_at": finished}]
 

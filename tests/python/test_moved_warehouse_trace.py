@@ -1,0 +1,131 @@
+"""A warehouse moved (`mv`) to another folder traces, and opens its corpora, exactly as before the move.
+
+Oracle: the rows the warehouse's own trace gave before the move. After the move the copied trace
+partitions are removed and the same generations traced again: every span, document, count and traced-
+generation row must come back equal. To show the old folder is never read, a different warehouse (other
+documents, another tokenizer, same layout) is then built where the original was: a moved warehouse that
+read it would fail the manifest check or find other spans. A corpus row as registered before paths were
+relative (absolute folders) must find the moved index the same way, and one whose folder is gone for good
+is one line naming it and the command that registers it again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import byte_level_bpe, run_cli
+from ingest.lake import Lake
+
+TABLES = ("spans", "span_documents", "span_counts", "traced_generations")
+VOLATILE = {"created_at", "traced_at", "started_at", "finished_at"}
+
+
+def _texts(seed: int) -> list[str]:
+    words = ["river", "stone", "lamp", "orchard", "winter", "signal", "copper", "harbor", "meadow", "engine"]
+    return [" ".join(words[(i * 7 + j * (3 + seed)) % len(words)] + str((i + j + seed) % 5) for j in range(60))
+            for i in range(12)]
+
+
+def _warehouse(home: Path, seed: int) -> None:
+    """A warehouse whose corpus, tokenizer and index all live inside it (like a sandbox's)."""
+    from ingest.corpora import register_corpus
+    from ingest.index import build_index
+
+    Lake(home).init()
+    root = home / "sandbox" / "mini"
+    (root / "corpus").mkdir(parents=True)
+    (root / "tok").mkdir()
+    texts = _texts(seed)
+    with open(root / "corpus" / "docs.jsonl", "w") as fh:
+        for i, t in enumerate(texts):
+            fh.write(json.dumps({"text": t, "id": f"s{seed}-d{i}"}) + "\n")
+    byte_level_bpe(texts, 300 + seed).save(str(root / "tok" / "tokenizer.json"))
+    build_index([root / "corpus"], str(root / "tok" / "tokenizer.json"), root / "index", progress=False)
+    register_corpus(Lake(home), "mini", [root / "index"])
+
+
+def _trace(home: Path, gens: Path) -> dict[str, list[dict]]:
+    p = run_cli("trace", "--corpus", "mini", "--generations", str(gens), home=home)
+    assert p.returncode == 0, p.stderr
+    lake = Lake(home)
+    return {t: sorted((json.dumps({k: v for k, v in r.items() if k not in VOLATILE}, sort_keys=True, default=str)
+                       for r in lake.read(t).to_pylist())) for t in TABLES}
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """A warehouse traced in its first place: (its folder, the generations file, the rows)."""
+    base = tmp_path_factory.mktemp("moved")
+    home = base / "old" / "warehouse"
+    _warehouse(home, seed=0)
+    gens = base / "gens.jsonl"  # outside the warehouse: the same source before and after the move
+    texts = _texts(0)
+    with open(gens, "w") as fh:
+        for i, t in enumerate(texts[:6]):
+            fh.write(json.dumps({"generation_id": f"g{i}", "text": t[50 + i:400] + " unrelated tail"}) + "\n")
+    rows = _trace(home, gens)
+    assert rows["span_documents"], "the generations copy the corpus: documents must be found"
+    return home, gens, rows
+
+
+def _move(home: Path, to: Path) -> Path:
+    """`mv` the warehouse, then drop its trace partitions so the next trace computes everything again."""
+    to.parent.mkdir(parents=True)
+    shutil.move(str(home), str(to))
+    for t in (*TABLES, "trace_runs"):
+        shutil.rmtree(to / "lake" / t, ignore_errors=True)
+    return to
+
+
+@pytest.mark.slow
+def test_moved_warehouse_traces_the_same_rows_and_never_reads_the_old_folder(traced, tmp_path: Path) -> None:
+    from ingest.corpora import corpus_row
+    from ingest.index.manifest import IndexManifest
+
+    old, gens, before = traced
+    old_row = Lake(old).read("corpora").to_pylist()[0]
+    assert old_row["index_dirs"] == ["sandbox/mini/index"]  # recorded relative to the warehouse
+    new = _move(old, tmp_path / "elsewhere" / "wh")
+    _warehouse(old, seed=1)  # another corpus and tokenizer where the original lay
+    assert IndexManifest.path_in(old / "sandbox/mini/index").read_bytes() != \
+        IndexManifest.path_in(new / "sandbox/mini/index").read_bytes()
+    assert corpus_row(Lake(new), "mini")["index_dirs"] == [str((new / "sandbox/mini/index").resolve())]
+    assert _trace(new, gens) == before
+    stored = Lake(new).read("trace_runs").to_pylist()[0]["index_dir"]
+    assert json.loads(stored) == ["sandbox/mini/index"]
+
+    # a row registered before paths were relative: absolute folders of the old place (now another index)
+    lake = Lake(new)
+    legacy = {**old_row, "index_dirs": [str(old.resolve() / "sandbox/mini/index")]}
+    lake.write("corpora", "corpus--mini", [legacy])
+    # what `trace --corpus` opens (the trace itself is the one above: same manifest, same tokenizer)
+    assert corpus_row(lake, "mini")["index_dirs"] == [str((new / "sandbox/mini/index").resolve())]
+
+    # not here any more: the old place's other index is refused, then (gone there too) named, with the fix
+    shutil.rmtree(new / "sandbox")
+    for what in ("not the one registered", "does not exist"):
+        p = run_cli("trace", "--corpus", "mini", "--generations", str(gens), home=new)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+        assert what in p.stderr and "lmaudit index attach" in p.stderr and str(old.resolve()) in p.stderr
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def test_paths_inside_the_warehouse_are_stored_relative(tmp_path: Path) -> None:
+    from ingest.home import from_stored, stored_path
+    from ingest.index.manifest import moved_with
+
+    home = tmp_path / "wh"
+    (home / "a" / "b").mkdir(parents=True)
+    assert stored_path(home, home / "a" / "b") == "a/b"
+    assert stored_path(home, tmp_path / "outside") == str((tmp_path / "outside").resolve())
+    assert from_stored(tmp_path / "moved", "a/b") == tmp_path / "moved" / "a" / "b"
+    assert from_stored(tmp_path / "moved", "/data/x") == Path("/data/x")
+    # a recorded path that moved with the index is found beside it, if its content is the recorded one
+    (home / "a" / "tok.json").write_text("t")
+    recorded = str(tmp_path / "gone" / "a" / "tok.json")
+    assert moved_with(recorded, home / "a" / "b", lambda p: p.read_text() == "t") == str(home / "a" / "tok.json")
+    assert moved_with(recorded, home / "a" / "b", lambda p: False) == recorded
