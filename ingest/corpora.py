@@ -173,7 +173,7 @@ def missing_index_message(name: str, folder: str, home: Path) -> str:
                              "that was moved since)")
     return (f"corpus {name!r}: index folder {folder} is gone or has no manifest{why}; register the index again "
             f"where it is now (`lmaudit index attach FOLDER --tokenizer TOKENIZER --name {name}`, or "
-            f"`lmaudit sandbox` for a sandbox corpus) or rebuild it (`lmaudit index build`)")
+            f"`lmaudit sandbox build --size SIZE` for a sandbox corpus) or rebuild it (`lmaudit index build`)")
 
 
 @dataclass
