@@ -262,8 +262,9 @@ def add_run(home: Path, scale: float, seed: int = 1) -> str:
     return run_id
 
 
-def timed_build(home: Path, args: argparse.Namespace, label: str, full_refresh: bool = False) -> None:
-    """`lmaudit build` in a subprocess: wall and CPU seconds, load average, dbt's slowest nodes."""
+def timed_build(home: Path, args: argparse.Namespace, label: str, full_refresh: bool = False) -> int:
+    """`lmaudit build` in a subprocess: wall and CPU seconds, load average, dbt's slowest nodes; returns the
+    build's exit status (the caller stops on a failure, so a failed build never reads as a measurement)."""
     cmd = [sys.executable, "-m", "ingest.cli.main", "--warehouse", str(home), "build"]
     for sel in args.select or ():
         cmd += ["--select", sel]
@@ -289,6 +290,14 @@ def timed_build(home: Path, args: argparse.Namespace, label: str, full_refresh: 
         top = sorted(res, key=lambda r: -r["execution_time"])[:25]
         for r in top:
             print(f"  {r['execution_time']:7.2f}s  {r['unique_id']}")
+    return proc.returncode
+
+
+def _check(rc: int, label: str) -> None:
+    """Exit non-zero with one line when a step failed."""
+    if rc != 0:
+        print(f"error: {label} failed (exit {rc}); its output is above", file=sys.stderr)
+        sys.exit(1)
 
 
 def main() -> None:
@@ -298,6 +307,7 @@ def main() -> None:
     ap.add_argument("--skip-write", action="store_true")
     ap.add_argument("--double-from", default=None, metavar="WAREHOUSE",
                     help="instead of writing a lake, make one of twice that warehouse's scale from its lake (double())")
+    ap.add_argument("--write-only", action="store_true", help="write (or double) the lake, build nothing")
     ap.add_argument("--vars", default=None)
     ap.add_argument("--select", nargs="*", default=None)
     ap.add_argument("--propme-only", action="store_true",
@@ -317,14 +327,16 @@ def main() -> None:
         t = time.perf_counter()
         totals = write(home, args.scale)
         print(f"lake written in {time.perf_counter() - t:.1f}s: {json.dumps(totals)}")
+    if args.write_only:
+        return
     if args.propme_only:
         args.select = ["+fct_setting_metrics", "+fct_propensity", "+fct_run_differences", "+fct_duplication",
                        "stg_corpora"]
-    timed_build(home, args, "lmaudit build", full_refresh=args.full_refresh)
+    _check(timed_build(home, args, "lmaudit build", full_refresh=args.full_refresh), "lmaudit build")
     if args.add_run:
         existing = sum(1 for p in Lake(home).partitions("runs") if p.startswith("bench-extra"))
         add_run(home, args.scale, seed=existing + 1)
-        timed_build(home, args, "lmaudit build after adding one run")
+        _check(timed_build(home, args, "lmaudit build after adding one run"), "lmaudit build after adding one run")
 
 
 if __name__ == "__main__":
