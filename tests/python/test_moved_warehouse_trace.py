@@ -129,3 +129,37 @@ def test_paths_inside_the_warehouse_are_stored_relative(tmp_path: Path) -> None:
     recorded = str(tmp_path / "gone" / "a" / "tok.json")
     assert moved_with(recorded, home / "a" / "b", lambda p: p.read_text() == "t") == str(home / "a" / "tok.json")
     assert moved_with(recorded, home / "a" / "b", lambda p: False) == recorded
+
+
+def test_attached_index_inside_the_warehouse_moves_with_it(tmp_path: Path) -> None:
+    """An attached prebuilt folder (no lmaudit manifest: the manifest goes to `indexes/`, pointing at the data
+    folder by its absolute path) and its tokenizer, both inside the warehouse: after `mv` the corpus opens the
+    moved data folder and tokenizer; the documents read back are the ones read before."""
+    from ingest.corpora import attach_corpus, open_corpus
+    from ingest.index import build_index
+
+    home = tmp_path / "a" / "wh"
+    Lake(home).init()
+    texts = _texts(2)
+    (home / "prebuilt" / "src").mkdir(parents=True)
+    (home / "prebuilt" / "src" / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    tok = home / "prebuilt" / "tokenizer.json"
+    byte_level_bpe(texts, 300).save(str(tok))
+    build_index([home / "prebuilt" / "src"], str(tok), home / "prebuilt" / "data", progress=False)
+    for extra in ("lmaudit-index.json", "lmaudit-logprob.npy"):
+        (home / "prebuilt" / "data" / extra).unlink()
+    attach_corpus(Lake(home), "pub", [home / "prebuilt" / "data"], str(tok))
+
+    def docs(h: Path) -> tuple[list[str], list[str]]:
+        c = open_corpus(Lake(h), "pub")
+        return c.engine.data_dirs, [c.tokenizer.decode(c.engine.doc(i).tokens) for i in range(len(texts))]
+
+    data_before, before = docs(home)
+    assert before == texts
+    new = tmp_path / "b" / "wh"
+    new.parent.mkdir()
+    shutil.move(str(home), str(new))
+    data_after, after = docs(new)
+    assert after == before
+    assert data_before == [str((home / "prebuilt" / "data").resolve())]
+    assert data_after == [str((new / "prebuilt" / "data").resolve())]
