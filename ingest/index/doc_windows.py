@@ -12,8 +12,9 @@ stops the call with a status code; the caller then runs `docs_by_ranks`, which r
 its message, so no error text lives here.
 
 `toks`, `tables`, `offs`: per shard, uint8 views of `tokenized` and `table` and a uint64 view of `offset`
-(tuples, one array per shard); `pss`, `tok_cnts`, `n_docs`: per shard. Without numba this module is not used
-(the tracer keeps its Python path).
+(tuples, one array per shard); `pss`, `tok_cnts`, `n_docs`: per shard. Without numba, or when the compiled
+kernel fails its self-check (`available()`, `ingest.kernelgate`), this module is not used (the tracer keeps
+its Python path).
 """
 
 from __future__ import annotations
@@ -22,13 +23,10 @@ from typing import Any
 
 import numpy as np
 
-_LOAD_ERROR: str | None = None
+from ingest import kernelgate
 
-try:
-    from numba import njit
-except Exception as e:  # pragma: no cover - platform dependent
-    njit = None
-    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+njit, _LOAD_ERROR = kernelgate.load_numba()
+_checked = False
 
 # status codes (0: every request fine)
 RANK_OUT_OF_RANGE, PTR_OUTSIDE, AT_SEPARATOR, BAD_OFFSETS, NEEDLE_MISMATCH = 1, 2, 3, 4, 5
@@ -113,11 +111,29 @@ def windows(toks: Any, tables: Any, offs: Any, pss: Any, tok_cnts: Any, n_docs: 
 
 PYTHON_KERNELS = {"windows": windows}
 
-if njit is not None:
-    try:
-        _jit = njit(nogil=True, cache=True)
-        _read = _jit(_read)
-        windows = _jit(windows)
-    except Exception as e:  # pragma: no cover - platform dependent
-        njit = None
-        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+kernelgate.compile_all(globals(), ("_read", "windows"))
+
+
+def _self_check() -> bool:
+    """One shard of two documents (w = 1, separator 0xFF): tokens FF 5 6 7 FF 8 9, separators at bytes 0
+    and 4; rank 0 points at byte 2 (token 6), rank 1 at byte 5 (token 8). The window of rank 0 with the
+    needle [6] and 1 token of context is bytes 1-4 of document 0; rank 1 with the same needle fails the
+    needle check."""
+    toks = (np.frombuffer(bytes([255, 5, 6, 7, 255, 8, 9]), dtype=np.uint8),)
+    tables = (np.frombuffer(bytes([2, 5, 0, 0, 0, 0, 0]), dtype=np.uint8),)
+    offs = (np.array([0, 4], dtype=np.uint64),)
+    one = np.array([1], dtype=np.int64)
+    q = np.frombuffer(bytes([6]), dtype=np.uint8)
+    out = np.zeros((1, 6), dtype=np.int64)
+    status, _, buf, boff = windows(toks, tables, offs, one, np.array([7]), np.array([2]), 1, 255,
+                                   np.array([0]), np.array([0]), q, np.array([0]), np.array([1]), 1, True, out)
+    if status != 0 or out[0].tolist() != [0, 1, 4, 1, 4, 2] or buf.tobytes() != bytes([5, 6, 7]) or boff[1] != 3:
+        return False
+    status, at, _, _ = windows(toks, tables, offs, one, np.array([7]), np.array([2]), 1, 255,
+                               np.array([0]), np.array([1]), q, np.array([0]), np.array([1]), 1, True, out)
+    return status == NEEDLE_MISMATCH and at == 0
+
+
+def available() -> bool:
+    """Whether the compiled windows load and answer a tiny index right; checked once per process."""
+    return kernelgate.checked(globals(), _self_check, "document windows")

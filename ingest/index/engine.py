@@ -64,6 +64,20 @@ class QueryPlan:
     hints: Any
 
 
+@dataclass(frozen=True)
+class _KernelMaps:
+    """Per shard (tuples / arrays in engine order): uint8 views of `tokenized` and `table`, a uint64 view of
+    `offset`, pointer widths, token and document counts, and the first engine document number."""
+
+    tk: tuple
+    tb: tuple
+    ou: tuple
+    pss: Any
+    tok_cnts: Any
+    n_docs: Any
+    doc_base: Any
+
+
 @dataclass
 class WindowBatch:
     """Document windows of many ranks (`IndexEngine.windows_bytes`), as arrays: request i's window is
@@ -171,6 +185,12 @@ class _ShardMaps:
 _NP_DTYPE = {1: "<u1", 2: "<u2", 4: "<u4"}
 
 
+def _sa_search() -> Any:
+    from ingest.index import sa_search
+
+    return sa_search
+
+
 def _common_prefix(a: bytes, b: bytes) -> int:
     """Length of the common prefix of two byte strings (bisection on slice equality: C-speed compares)."""
     n = min(len(a), len(b))
@@ -261,6 +281,7 @@ class IndexEngine:
         self.n_tokens = sum(m.n_tokens for m in self.manifests)
         self._engine: Any = None
         self._maps: dict[int, _ShardMaps] = {}
+        self._kmaps: _KernelMaps | None = None  # every shard's views as the kernels take them (_kernel_maps)
         # token id -> its suffix-array range in every shard (found once with the engine): the start range of
         # the byte-level binary searches below. The index never changes, so this survives reopen().
         self._first: dict[int, list[tuple[int, int]]] = {}
@@ -300,6 +321,7 @@ class IndexEngine:
         for m in self._maps.values():
             m.close()
         self._maps = {}
+        self._kmaps = None
 
     def __enter__(self) -> IndexEngine:
         return self
@@ -492,6 +514,8 @@ class IndexEngine:
 
     def _kernels(self) -> Any:
         """The compiled search module, or None for the pure-Python searches (warns once if numba is missing)."""
+        if self.compiled_search is True:
+            return _sa_search()
         if self.compiled_search is False:
             return None
         from ingest.index import sa_search
@@ -700,43 +724,57 @@ class IndexEngine:
         L = len(qbytes) // w
         # first-token ranges of every start, from a dense per-token table filled on first use (the same
         # ranges as `_first_ranges`; ids past the vocabulary size, if any, go through the dict)
-        toks = np.frombuffer(qbytes, dtype=_NP_DTYPE[w]).astype(np.int64)
         dense = self._first_dense
         if dense is None and self.vocab_size * n_shards <= _DENSE_FIRST_MAX:
             dense = self._first_dense = np.full((max(self.vocab_size, 1), n_shards, 2), -1, dtype=np.int64)
-        if dense is not None and L and int(toks.max()) < dense.shape[0]:
-            rows = dense[toks]
-            # a row counts as filled only when all of it is: numpy copies dense[toks] without the GIL, so a
-            # trace thread can read another thread's first write of a row half done (front set, back -1);
-            # rows are only ever written whole with the same values, so the re-read below is consistent
-            missing = np.flatnonzero((rows < 0).any(axis=(1, 2)))
-            if missing.size:
-                for t in np.unique(toks[missing]).tolist():
-                    dense[t] = self._first_ranges(int(t).to_bytes(w, "little"))
-                rows = dense[toks]
-        else:  # one (cached) lookup per distinct token
-            uniq, inv = np.unique(toks, return_inverse=True)
-            table = np.array([self._first_ranges(int(t).to_bytes(w, "little")) for t in uniq.tolist()],
-                             dtype=np.int64).reshape(len(uniq), n_shards, 2)
-            rows = table[inv.reshape(-1)]
-        return QueryPlan(q=_np_bytes(qbytes), flo=np.ascontiguousarray(rows[:, :, 0]),
+        q = _np_bytes(qbytes)
+        if dense is not None:
+            # one compiled pass reads every start's row; a token whose row is not filled yet (first use, or
+            # another thread writing it: rows are only ever written whole with the same values) is looked up
+            # and the pass repeats from there
+            flo = np.empty((L, n_shards), dtype=np.int64)
+            fhi = np.empty((L, n_shards), dtype=np.int64)
+            at = k.plan_rows(dense, q, w, flo, fhi)
+            while at >= 0:
+                t = int.from_bytes(qbytes[at * w:(at + 1) * w], "little")
+                if t >= dense.shape[0]:
+                    break
+                dense[t] = self._first_ranges(t.to_bytes(w, "little"))
+                at = k.plan_rows(dense, q, w, flo, fhi)
+            if at < 0:
+                return QueryPlan(q=q, flo=flo, fhi=fhi, hints=np.full((L, n_shards), -1, dtype=np.int64))
+        # ids past the dense table (or no table): one (cached) lookup per distinct token
+        toks = np.frombuffer(qbytes, dtype=_NP_DTYPE[w]).astype(np.int64)
+        uniq, inv = np.unique(toks, return_inverse=True)
+        table = np.array([self._first_ranges(int(t).to_bytes(w, "little")) for t in uniq.tolist()],
+                         dtype=np.int64).reshape(len(uniq), n_shards, 2)
+        rows = table[inv.reshape(-1)]
+        return QueryPlan(q=q, flo=np.ascontiguousarray(rows[:, :, 0]),
                          fhi=np.ascontiguousarray(rows[:, :, 1]), hints=np.full((L, n_shards), -1, dtype=np.int64))
 
-    def _kernel_maps(self) -> tuple[tuple, tuple, Any]:
-        """(uint8 token views, uint8 table views, pointer widths) of every shard, for the kernels."""
-        import numpy as np
+    def _kernel_maps(self) -> _KernelMaps:
+        """Every shard's views and sizes as the kernels take them (made once per open: `close()` drops them)."""
+        km = self._kmaps
+        if km is None:
+            import numpy as np
 
-        maps = [self._maps_for(s) for s in range(self.num_shards)]
-        return (tuple(m.tk for m in maps), tuple(m.tb for m in maps),
-                np.array([m.ptr_size for m in maps], dtype=np.int64))
+            maps = [self._maps_for(s) for s in range(self.num_shards)]
+            km = self._kmaps = _KernelMaps(
+                tk=tuple(m.tk for m in maps), tb=tuple(m.tb for m in maps), ou=tuple(m.ou for m in maps),
+                pss=np.array([m.ptr_size for m in maps], dtype=np.int64),
+                tok_cnts=np.array([m.tok_cnt for m in maps], dtype=np.int64),
+                n_docs=np.array([m.n_docs for m in maps], dtype=np.int64),
+                doc_base=np.asarray(self._doc_base, dtype=np.int64))
+        return km
 
-    def longest_matches_bytes(self, qbytes: bytes, plan: QueryPlan | None = None
+    def longest_matches_bytes(self, qbytes: bytes, plan: QueryPlan | None = None, want_hints: bool = True
                               ) -> tuple[list[int], tuple[int, int, int, int], dict[int, list[int | None]]] | None:
         """`ingest.trace.matching.longest_matches` of a whole token sequence (byte form) in one compiled,
         GIL-free call: (n(b) for every start, (starts, skipped_by_bound, probes, full_lookups), per-shard
         insertion ranks of every start that had a full lookup). None when the compiled searches are off:
         the caller then runs the Python loop over `occurs_bytes` / `longest_prefix_bytes` (same answers).
-        `plan` (from `plan_bytes(qbytes)`) is used, and receives the insertion ranks in `plan.hints`."""
+        `plan` (from `plan_bytes(qbytes)`) is used, and receives the insertion ranks in `plan.hints`; with
+        `want_hints=False` the third item is empty (a caller that searches through the plan needs no dict)."""
         k = self._kernels()
         if k is None:
             return None
@@ -750,8 +788,10 @@ class IndexEngine:
         looked = np.zeros(L, dtype=np.bool_)
         stats = np.zeros(4, dtype=np.int64)
         if L:
-            tk, tb, pss = self._kernel_maps()
-            k.longest_matches(tk, tb, pss, plan.q, self.width, flo, fhi, out, hints, looked, stats)
+            km = self._kernel_maps()
+            k.longest_matches(km.tk, km.tb, km.pss, plan.q, self.width, flo, fhi, out, hints, looked, stats)
+        if not want_hints:
+            return out.tolist(), tuple(stats.tolist()), {}
         at = np.flatnonzero(looked)
         found = {b: [None if x < 0 else x for x in row] for b, row in zip(at.tolist(), hints[at].tolist())}
         return out.tolist(), tuple(int(x) for x in stats), found
@@ -763,17 +803,17 @@ class IndexEngine:
         import numpy as np
 
         k = self._kernels()
-        qb = np.asarray(starts, dtype=np.int64)
-        qe = np.asarray(ends, dtype=np.int64)
-        if qb.size and (int(qb.min()) < 0 or int((qe - qb).min()) < 1 or int(qe.max()) > plan.hints.shape[0]):
-            raise ValueError("pieces must be non-empty and inside the planned sequence")
+        qb = np.array(starts, dtype=np.int64)
+        qe = np.array(ends, dtype=np.int64)
         lo = np.empty((qb.size, self.num_shards), dtype=np.int64)
         hi = np.empty_like(lo)
+        cnt = np.zeros(qb.size, dtype=np.int64)
         if qb.size:
-            tk, tb, pss = self._kernel_maps()
-            k.find_many(tk, tb, pss, plan.q, self.width, plan.flo, plan.fhi, qb, qe,
-                        np.ascontiguousarray(plan.hints[qb]), lo, hi)
-        return (hi - lo).sum(axis=1).tolist(), lo, hi
+            km = self._kernel_maps()
+            if qe.size != qb.size or not k.find_many(km.tk, km.tb, km.pss, plan.q, self.width, plan.flo, plan.fhi,
+                                                     qb, qe, plan.hints, lo, hi, cnt):
+                raise ValueError("pieces must be non-empty and inside the planned sequence")
+        return cnt.tolist(), lo, hi
 
     def windows_bytes(self, plan: QueryPlan, shards: Sequence[int], ranks: Sequence[int], starts: Sequence[int],
                       ends: Sequence[int], max_ctx_len: int) -> WindowBatch | None:
@@ -786,28 +826,26 @@ class IndexEngine:
 
         from ingest.index import doc_windows as dw
 
-        if self._kernels() is None or dw.njit is None or max_ctx_len < 0:
+        if self._kernels() is None or not dw.available() or max_ctx_len < 0:
             return None
         n = len(ranks)
-        sh = np.asarray(shards, dtype=np.int64)
+        sh = np.array(shards, dtype=np.int64)
         if n:
-            if int(sh.min()) < 0 or int(sh.max()) >= self.num_shards:
+            if min(shards) < 0 or max(shards) >= self.num_shards:
                 return None
             self._tick()
-        tk, tb, pss = self._kernel_maps()
-        maps = [self._maps_for(s) for s in range(self.num_shards)]
+        km = self._kernel_maps()
         out = np.zeros((n, 6), dtype=np.int64)
         status, _, buf, boff = dw.windows(
-            tk, tb, tuple(m.ou for m in maps), pss, np.array([m.tok_cnt for m in maps], dtype=np.int64),
-            np.array([m.n_docs for m in maps], dtype=np.int64), self.width, self.separator_id, sh,
-            np.asarray(ranks, dtype=np.int64), plan.q, np.asarray(starts, dtype=np.int64),
-            np.asarray(ends, dtype=np.int64), int(max_ctx_len), True, out)
+            km.tk, km.tb, km.ou, km.pss, km.tok_cnts, km.n_docs, self.width, self.separator_id, sh,
+            np.array(ranks, dtype=np.int64), plan.q, np.array(starts, dtype=np.int64),
+            np.array(ends, dtype=np.int64), int(max_ctx_len), True, out)
         if status:
             return None
         w = self.width
-        base = np.asarray(self._doc_base, dtype=np.int64)
-        return WindowBatch(shard=sh, local=out[:, 0], doc_ix=base[sh] + out[:, 0], doc_len=(out[:, 2] - out[:, 1]) // w,
-                           window_start=(out[:, 3] - out[:, 1]) // w, buf=buf, boff=boff)
+        return WindowBatch(shard=sh, local=out[:, 0], doc_ix=km.doc_base[sh] + out[:, 0],
+                           doc_len=(out[:, 2] - out[:, 1]) // w, window_start=(out[:, 3] - out[:, 1]) // w, buf=buf,
+                           boff=boff)
 
     def doc_metadata(self, shard: int, local: int) -> tuple[str | None, int | None, dict[str, Any]]:
         """(path, linenum, metadata) of document `local` of engine shard `shard`, as `docs_by_ranks` reads them."""

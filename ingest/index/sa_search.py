@@ -21,13 +21,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-_LOAD_ERROR: str | None = None
+import numpy as np
 
-try:
-    from numba import njit
-except Exception as e:  # ImportError, or a broken llvmlite  # pragma: no cover - platform dependent
-    njit = None
-    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+from ingest import kernelgate
+
+njit, _LOAD_ERROR = kernelgate.load_numba()
+_checked = False
 
 
 def _ptr(table: Any, ps: int, rank: int) -> int:
@@ -231,68 +230,99 @@ def longest_matches(toks: Any, tables: Any, pss: Any, q: Any, w: int, flo: Any, 
 
 
 def find_many(toks: Any, tables: Any, pss: Any, q: Any, w: int, flo: Any, fhi: Any, qb: Any, qe: Any,
-              hints: Any, out_lo: Any, out_hi: Any) -> None:
+              hints: Any, out_lo: Any, out_hi: Any, counts: Any) -> bool:
     """`IndexEngine.find_bytes` of many pieces tokens[qb[i]:qe[i]] of one generation in one call:
-    out_lo/out_hi[i, s] = the rank range in shard s. hints[i, s]: an insertion rank of a longer query starting
-    at qb[i] (-1: none), as `find_bytes` takes them; flo/fhi as in `longest_matches`."""
+    out_lo/out_hi[i, s] = the rank range in shard s, counts[i] = the occurrences in all shards. hints[b, s]:
+    an insertion rank of a longer query starting at b (-1: none), as `find_bytes` takes them (the plan's
+    hints, one row per start); flo/fhi as in `longest_matches`. False (nothing searched) when a piece is
+    empty or outside the sequence."""
+    L = flo.shape[0]
+    for i in range(qb.shape[0]):
+        if qb[i] < 0 or qe[i] <= qb[i] or qe[i] > L:
+            return False
     for i in range(qb.shape[0]):
         b = qb[i]
         e = qe[i]
+        c = 0
         for s in range(flo.shape[1]):
             lo = flo[b, s]
             hi = fhi[b, s]
             if lo < hi and e - b > 1:
-                lo, hi = find_range(toks[s], tables[s], pss[s], q[b * w:e * w], lo, hi, hints[i, s])
+                lo, hi = find_range(toks[s], tables[s], pss[s], q[b * w:e * w], lo, hi, hints[b, s])
             out_lo[i, s] = lo
             out_hi[i, s] = hi
+            c += hi - lo
+        counts[i] = c
+    return True
+
+
+def plan_rows(dense: Any, q: Any, w: int, flo: Any, fhi: Any) -> int:
+    """The first-token ranges of every start of q (tokens of width w) from the dense per-token table
+    (`IndexEngine.plan_bytes`): flo/fhi[b, s] = dense[token b, s, 0 / 1]. Returns the first start whose
+    token has no complete row yet (any -1, or past the table), or -1 when all are filled. A row is read as
+    a whole: another thread may be writing it (front set, back still -1), then it counts as missing."""
+    n_shards = dense.shape[1]
+    for b in range(flo.shape[0]):
+        t = 0
+        for k in range(w - 1, -1, -1):
+            t = (t << 8) | int(q[b * w + k])
+        if t >= dense.shape[0]:
+            return b
+        for s in range(n_shards):
+            lo = dense[t, s, 0]
+            hi = dense[t, s, 1]
+            if lo < 0 or hi < 0:
+                return b
+            flo[b, s] = lo
+            fhi[b, s] = hi
+    return -1
 
 
 PYTHON_KERNELS = {f.__name__: f for f in (bound, bound_near, find_range, occurs, longest_prefix, longest_matches,
-                                          find_many)}
+                                          find_many, plan_rows)}
 
-if njit is not None:
-    try:
-        _jit = njit(nogil=True, cache=True)
-        _ptr = _jit(_ptr)
-        _before = _jit(_before)
-        _lcp = _jit(_lcp)
-        bound = _jit(bound)
-        bound_near = _jit(bound_near)
-        find_range = _jit(find_range)
-        occurs = _jit(occurs)
-        longest_prefix = _jit(longest_prefix)
-        _occurs_all = _jit(_occurs_all)
-        _longest_all = _jit(_longest_all)
-        longest_matches = _jit(longest_matches)
-        find_many = _jit(find_many)
-    except Exception as e:  # pragma: no cover - platform dependent
-        njit = None
-        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+kernelgate.compile_all(globals(), ("_ptr", "_before", "_lcp", "bound", "bound_near", "find_range", "occurs",
+                                   "longest_prefix", "_occurs_all", "_longest_all", "longest_matches", "find_many",
+                                   "plan_rows"))
 
 
-_checked = False
+def _self_check() -> bool:
+    """A tiny index (5 one-byte tokens, suffixes sorted as bytes) with known answers for every kernel the
+    engine calls."""
+    toks = np.frombuffer(b"\x00\x01\x00\x02\x00", dtype=np.uint8)
+    table = np.frombuffer(bytes([4, 0, 2, 1, 3]), dtype=np.uint8)
+    q = np.frombuffer(b"\x00\x02", dtype=np.uint8)
+    if not (find_range(toks, table, 1, q, 0, 5, -1) == (2, 3) and occurs(toks, table, 1, q, 0, 5)
+            and longest_prefix(toks, table, 1, q, 0, 5) == (2, 2)):
+        return False
+    # q = tokens 0 2 0 (positions 2-4 of the index): first-token ranges 0 -> ranks 0..3, 2 -> rank 4; n(b) = 3, 2, 1
+    q3 = np.frombuffer(b"\x00\x02\x00", dtype=np.uint8)
+    dense = np.full((3, 1, 2), -1, dtype=np.int64)
+    dense[0, 0] = (0, 3)
+    dense[2, 0] = (4, 5)
+    flo = np.zeros((3, 1), dtype=np.int64)
+    fhi = np.zeros((3, 1), dtype=np.int64)
+    if plan_rows(dense, q3, 1, flo, fhi) != -1 or flo[:, 0].tolist() != [0, 4, 0] or fhi[:, 0].tolist() != [3, 5, 3]:
+        return False
+    hints = np.full((3, 1), -1, dtype=np.int64)
+    out = np.zeros(3, dtype=np.int64)
+    stats = np.zeros(4, dtype=np.int64)
+    longest_matches((toks,), (table,), np.array([1], dtype=np.int64), q3, 1, flo, fhi, out, hints,
+                    np.zeros(3, dtype=np.bool_), stats)
+    if out.tolist() != [3, 2, 1]:
+        return False
+    lo = np.zeros((2, 1), dtype=np.int64)
+    hi = np.zeros((2, 1), dtype=np.int64)
+    cnt = np.zeros(2, dtype=np.int64)
+    ok = find_many((toks,), (table,), np.array([1], dtype=np.int64), q3, 1, flo, fhi, np.array([0, 1]),
+                   np.array([2, 3]), hints, lo, hi, cnt)
+    return bool(ok) and cnt.tolist() == [1, 1] and (lo[0, 0], hi[0, 0], lo[1, 0], hi[1, 0]) == (2, 3, 4, 5)
 
 
 def available() -> bool:
     """Whether the compiled kernels load: numba imports and the kernels compile (or come from the cache)
-    and answer a tiny search correctly; checked once per process."""
-    global njit, _checked, _LOAD_ERROR
-    if njit is not None and not _checked:
-        _checked = True
-        import numpy as np
-
-        try:
-            toks = np.frombuffer(b"\x00\x01\x00\x02\x00", dtype=np.uint8)
-            table = np.frombuffer(bytes([4, 0, 2, 1, 3]), dtype=np.uint8)  # suffixes sorted as bytes
-            q = np.frombuffer(b"\x00\x02", dtype=np.uint8)
-            ok = (find_range(toks, table, 1, q, 0, 5, -1) == (2, 3) and occurs(toks, table, 1, q, 0, 5)
-                  and longest_prefix(toks, table, 1, q, 0, 5) == (2, 2))
-            if not ok:
-                raise RuntimeError("compiled search self-check gave wrong answers")
-        except Exception as e:  # pragma: no cover - platform dependent
-            njit = None
-            _LOAD_ERROR = f"{type(e).__name__}: {e}"
-    return njit is not None
+    and answer a tiny index correctly; checked once per process (`ingest.kernelgate`)."""
+    return kernelgate.checked(globals(), _self_check, "suffix-array searches")
 
 
 def load_error() -> str | None:

@@ -23,18 +23,14 @@ with `nv_recall_words` (tests/python/test_trace_nogil.py).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
-_LOAD_ERROR: str | None = None
+from ingest import kernelgate
 
-try:
-    from numba import njit
-except Exception as e:  # pragma: no cover - platform dependent
-    njit = None
-    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+njit, _LOAD_ERROR = kernelgate.load_numba()
+_checked = False
 
 
 def _is_space(c: int) -> bool:
@@ -315,39 +311,15 @@ np_uint64 = np.uint64
 np_int64 = np.int64
 PYTHON_KERNELS = {"matching_blocks": matching_blocks, "nv_counts": nv_counts}
 
-if njit is not None:
-    try:
-        _jit = njit(nogil=True, cache=True)
-        _is_space = _jit(_is_space)
-        _split = _jit(_split)
-        _ids = _jit(_ids)
-        _longest = _jit(_longest)
-        matching_blocks = _jit(matching_blocks)
-        _merge = _jit(_merge)
-        nv_counts = _jit(nv_counts)
-        count_words = _jit(count_words)
-    except Exception as e:  # pragma: no cover - platform dependent
-        njit = None
-        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+kernelgate.compile_all(globals(), ("_is_space", "_split", "_ids", "_longest", "matching_blocks", "_merge", "nv_counts", "count_words"))
 
-_checked = False
-_check_lock = threading.Lock()
+
+def _self_check() -> bool:
+    g = np.frombuffer(b"a b c d", dtype=np.uint8).copy()
+    d = np.frombuffer(b"X A B C D", dtype=np.uint8).copy()
+    return tuple(nv_counts(g, d, True, np.array([1, 1, 2, 2, 1, 4], dtype=np.int64))) == (0, 4, 4, 5)
 
 
 def available() -> bool:
     """Whether the compiled nv-recall loads and answers a tiny case right; checked once per process."""
-    global njit, _checked, _LOAD_ERROR
-    if _checked:
-        return njit is not None
-    with _check_lock:  # a second trace thread waits for the first one's check (the first call compiles: seconds)
-        if njit is not None and not _checked:
-            try:
-                g = np.frombuffer(b"a b c d", dtype=np.uint8).copy()
-                d = np.frombuffer(b"X A B C D", dtype=np.uint8).copy()
-                if tuple(nv_counts(g, d, True, np.array([1, 1, 2, 2, 1, 4], dtype=np.int64))) != (0, 4, 4, 5):
-                    raise RuntimeError("compiled nv-recall self-check gave a wrong answer")
-            except Exception as e:  # pragma: no cover - platform dependent
-                njit = None
-                _LOAD_ERROR = f"{type(e).__name__}: {e}"
-        _checked = True
-    return njit is not None
+    return kernelgate.checked(globals(), _self_check, "nv-recall")

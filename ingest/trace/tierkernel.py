@@ -11,19 +11,15 @@ Tests compare it with `normalize_document` on random ASCII text (tests/python/te
 
 from __future__ import annotations
 
-import threading
 import unicodedata
 from typing import Any
 
 import numpy as np
 
-_LOAD_ERROR: str | None = None
+from ingest import kernelgate
 
-try:
-    from numba import njit
-except Exception as e:  # pragma: no cover - platform dependent
-    njit = None
-    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+njit, _LOAD_ERROR = kernelgate.load_numba()
+_checked = False
 
 
 def _strip_space(c: int) -> bool:
@@ -85,35 +81,16 @@ def normalize_ascii(buf: Any) -> Any:
 
 PYTHON_KERNELS = {"normalize_ascii": normalize_ascii}
 
-if njit is not None:
-    try:
-        _jit = njit(nogil=True, cache=True)
-        _strip_space = _jit(_strip_space)
-        normalize_ascii = _jit(normalize_ascii)
-    except Exception as e:  # pragma: no cover - platform dependent
-        njit = None
-        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+kernelgate.compile_all(globals(), ("_strip_space", "normalize_ascii"))
 
-_checked = False
-_check_lock = threading.Lock()
+
+def _self_check() -> bool:
+    return normalize_ascii(np.frombuffer(b" a\t \r\n\n\n b  c \x0b", dtype=np.uint8)).tobytes() == b"a\n\nb c"
 
 
 def available() -> bool:
     """Whether the compiled normalization loads and answers a tiny case right; checked once per process."""
-    global njit, _checked, _LOAD_ERROR
-    if _checked:
-        return njit is not None
-    with _check_lock:  # a second trace thread waits for the first one's check (the first call compiles: seconds)
-        if njit is not None and not _checked:
-            try:
-                got = normalize_ascii(np.frombuffer(b" a\t \r\n\n\n b  c \x0b", dtype=np.uint8)).tobytes()
-                if got != b"a\n\nb c":
-                    raise RuntimeError("compiled normalization self-check gave a wrong answer")
-            except Exception as e:  # pragma: no cover - platform dependent
-                njit = None
-                _LOAD_ERROR = f"{type(e).__name__}: {e}"
-        _checked = True
-    return njit is not None
+    return kernelgate.checked(globals(), _self_check, "normalization")
 
 
 def normalized_holds(norm_gen: bytes, window: str, raw: bytes | None = None) -> bool | None:

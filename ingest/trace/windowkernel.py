@@ -25,22 +25,17 @@ of `nvkernel.py` or `tierkernel.py` the cached `scan_windows` keeps the old call
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
+from ingest import kernelgate
 from ingest.trace import nvkernel, tierkernel
 from ingest.trace.nvkernel import nv_counts
 from ingest.trace.tierkernel import normalize_ascii
 
-_LOAD_ERROR: str | None = None
-
-try:
-    from numba import njit
-except Exception as e:  # pragma: no cover - platform dependent
-    njit = None
-    _LOAD_ERROR = f"{type(e).__name__}: {e}"
+njit, _LOAD_ERROR = kernelgate.load_numba()
+_checked = False
 
 # tiers (res[:, 2]); 0: not decided here
 RAW, NORMALIZED, PARTIAL = 1, 2, 3
@@ -206,44 +201,24 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
 
 PYTHON_KERNELS = {"scan_windows": scan_windows}
 
-if njit is not None:
-    try:
-        _jit = njit(nogil=True, cache=True)
-        _utf8_ok = _jit(_utf8_ok)
-        _contains = _jit(_contains)
-        _squeezed_contains = _jit(_squeezed_contains)
-        scan_windows = _jit(scan_windows)
-    except Exception as e:  # pragma: no cover - platform dependent
-        njit = None
-        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+kernelgate.compile_all(globals(), ("_utf8_ok", "_contains", "_squeezed_contains", "scan_windows"))
 
-_checked = False
-_check_lock = threading.Lock()
+
+def _self_check() -> bool:
+    if not (nvkernel.available() and tierkernel.available()):
+        raise RuntimeError("nv-recall or tier kernel unavailable")
+    tb = np.frombuffer(b"ab\xc3\xa9 ", dtype=np.uint8)  # ids 0 "a", 1 "b", 2 "\xc3", 3 "\xa9", 4 " "
+    toff = np.array([0, 1, 2, 3, 4, 5], dtype=np.int64)
+    win = np.array([0, 4, 1, 2, 3, 2], dtype=np.uint8)  # "a b\xc3\xa9" then "\xc3" (cut)
+    g = np.frombuffer(bytearray(b"a b"), dtype=np.uint8)
+    res = np.zeros((2, 7), dtype=np.int64)
+    text, off = scan_windows(win, np.array([0, 5]), np.array([5, 6]), 1, tb, toff, g.copy(), g.copy(),
+                             np.frombuffer(b"ab", dtype=np.uint8), g, np.array([1, 1, 1, 1, 1, 1], dtype=np.int64),
+                             np.array([1, 1]), res)
+    return (text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and res[0, :3].tolist() == [1, 0, RAW]
+            and res[1, 0] == 0)
 
 
 def available() -> bool:
     """Whether the compiled window scan loads (with the kernels it calls) and answers a tiny case right."""
-    global njit, _checked, _LOAD_ERROR
-    if _checked:
-        return njit is not None
-    with _check_lock:
-        if njit is not None and not _checked:
-            try:
-                if not (nvkernel.available() and tierkernel.available()):
-                    raise RuntimeError("nv-recall or tier kernel unavailable")
-                tb = np.frombuffer(b"ab\xc3\xa9 ", dtype=np.uint8)  # ids 0 "a", 1 "b", 2 "\xc3", 3 "\xa9", 4 " "
-                toff = np.array([0, 1, 2, 3, 4, 5], dtype=np.int64)
-                win = np.array([0, 4, 1, 2, 3, 2], dtype=np.uint8)  # "a b\xc3\xa9" then "\xc3" (cut)
-                g = np.frombuffer(bytearray(b"a b"), dtype=np.uint8)
-                res = np.zeros((2, 7), dtype=np.int64)
-                text, off = scan_windows(win, np.array([0, 5]), np.array([5, 6]), 1, tb, toff, g.copy(), g.copy(),
-                                         np.frombuffer(b"ab", dtype=np.uint8), g,
-                                         np.array([1, 1, 1, 1, 1, 1], dtype=np.int64), np.array([1, 1]), res)
-                if (text[off[0]:off[1]].tobytes() != "a b\u00e9".encode() or res[0, :3].tolist() != [1, 0, RAW]
-                        or res[1, 0] != 0):
-                    raise RuntimeError("compiled window scan self-check gave a wrong answer")
-            except Exception as e:  # pragma: no cover - platform dependent
-                njit = None
-                _LOAD_ERROR = f"{type(e).__name__}: {e}"
-        _checked = True
-    return njit is not None
+    return kernelgate.checked(globals(), _self_check, "window scan")
