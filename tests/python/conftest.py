@@ -39,6 +39,24 @@ def run_cli(*args: str, home: Path | None = None, check: bool = False) -> subpro
     return proc
 
 
+@pytest.fixture(scope="session")
+def tiny_sandbox(tmp_path_factory) -> Path:
+    """`lmaudit sandbox build --size tiny` (corpus, tokenizer, index, model: ~55 s) once per test session; a test
+    that runs the demo or gpu_check on a fresh warehouse seeds it with `seed_tiny_sandbox` so the build's stage
+    cache hits instead of training the same model again. The build itself (every stage, from nothing) is still
+    run here, and checked stage by stage by test_sandbox.py."""
+    home = tmp_path_factory.mktemp("tiny-sandbox") / "warehouse"
+    run_cli("sandbox", "build", "--size", "tiny", home=home, check=True)
+    return home / "sandbox" / "tiny-seed0"
+
+
+def seed_tiny_sandbox(built: Path, home: Path) -> None:
+    """Copy the session's built tiny sandbox into `home`'s sandbox folder (the sandbox is position-free)."""
+    import shutil
+
+    shutil.copytree(built, home / "sandbox" / built.name)
+
+
 def byte_level_bpe(texts, vocab_size: int):
     """A GPT-2-style byte-level BPE trained on `texts` (tokenizers.Tokenizer), with <|endoftext|> as id 0."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, seed_tiny_sandbox
 
 pytestmark = pytest.mark.slow
 
 
-def test_demo_tiny_end_to_end(tmp_path) -> None:
+def test_demo_tiny_end_to_end(tmp_path, tiny_sandbox) -> None:
     home = tmp_path / "warehouse"
+    seed_tiny_sandbox(tiny_sandbox, home)  # the built sandbox: its stage cache hits (the build is conftest's)
     proc = run_cli("demo", "--size", "tiny", home=home)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "dbt build ok" in proc.stdout

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import seed_tiny_sandbox
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_gpu_check_dry_run_on_cpu(tmp_path: Path) -> None:
+def test_gpu_check_dry_run_on_cpu(tmp_path: Path, tiny_sandbox: Path) -> None:
+    seed_tiny_sandbox(tiny_sandbox, tmp_path / "wh")  # its `sandbox build` step is a cache hit here
     env = dict(os.environ, GPU_CHECK_DEVICE="cpu", GPU_CHECK_HOME=str(tmp_path / "wh"), GPU_CHECK_PROMPTS="3",
                GPU_CHECK_SAMPLES="2", GPU_CHECK_UNCOND="4", GPU_CHECK_MAX_NEW="16", GPU_CHECK_REQUIRE_VLLM="0",
                VIRTUAL_ENV=str(Path(sys.executable).parent.parent),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, seed_tiny_sandbox
 
 MARK = "<!-- readme-test -->"
 _BLOCK = re.compile(r"^" + re.escape(MARK) + r"\n```bash\n(.*?)^```$", re.M | re.S)
@@ -33,8 +33,9 @@ def test_marked_blocks_are_found_and_every_marker_is_followed_by_a_bash_block() 
 
 
 @pytest.mark.slow
-def test_marked_readme_blocks_run_after_the_tiny_demo(tmp_path: Path) -> None:
+def test_marked_readme_blocks_run_after_the_tiny_demo(tmp_path: Path, tiny_sandbox: Path) -> None:
     home = tmp_path / "warehouse"
+    seed_tiny_sandbox(tiny_sandbox, home)  # the built sandbox: its stage cache hits (the build is conftest's)
     demo = run_cli("demo", "--size", "tiny", home=home)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
     env = {**os.environ, "LMAUDIT_HOME": str(home), "COLUMNS": "200",
