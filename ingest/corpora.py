@@ -133,7 +133,7 @@ def current_index_dirs(lake: Lake, row: dict[str, Any]) -> list[str]:
     caller, which names them (`missing_index_message`)."""
     stored = list(row["index_dirs"])
     dirs = [str(from_stored(lake.home, d)) for d in stored]
-    moved = [_moved_into(lake.home, d) if os.path.isabs(d) else d for d in dirs]
+    moved = [_moved_into(lake.home, d) if os.path.isabs(s) else d for s, d in zip(stored, dirs)]
     if moved != dirs and _manifest_hash_or_none(moved) == row["manifest_hash"]:
         return moved
     current = _manifest_hash_or_none(dirs)
