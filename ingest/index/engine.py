@@ -466,7 +466,7 @@ class IndexEngine:
 
         a = np.asarray(ids)
         if a.size and a.dtype.kind in "iu":  # one vectorized range check (a list of Python ints: the common case)
-            lo, hi = int(a.min()), int(a.max())
+            lo, hi = int(a.min()) if a.dtype.kind == "i" else 0, int(a.max())  # unsigned: no minimum to check
             if lo < 0 or hi >= self.separator_id:
                 raise ValueError(f"token ids must be in [0, {self.separator_id}) (the separator is excluded), got "
                                  f"{lo}..{hi}")

@@ -68,7 +68,10 @@ def longest_matches(engine, ids: Sequence[int], stats: LookupStats | None = None
     if all(hasattr(engine, a) for a in ("ids_bytes", "occurs_bytes", "longest_matches_bytes")):
         qb = bytes(plan.q) if plan is not None else engine.ids_bytes(ids)
         # compiled, one call; None if unavailable
-        done = engine.longest_matches_bytes(qb, plan=plan) if plan is not None else engine.longest_matches_bytes(qb)
+        if plan is None:
+            done = engine.longest_matches_bytes(qb)
+        else:  # the plan receives the insertion ranks; the dict only when the caller asks for it
+            done = engine.longest_matches_bytes(qb, plan=plan, want_hints=hints is not None)
         if done is not None:
             out, (starts, skipped, probes, full), found = done
             st.starts += starts

@@ -39,6 +39,7 @@ from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
 from ingest.trace.normalize import normalize_document, normalize_words
 from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, PreparedGeneration, nv_recall_window
 from ingest.trace.params import TraceParams
+from ingest.trace import tierkernel
 from ingest.trace.tierkernel import normalized_holds
 
 _SENTENCE_END = (".", "!", "?")
@@ -81,10 +82,10 @@ class _Gen:
     the engine's byte-level lookups), its normalized forms, and the windows already seen (decoded text,
     tier inputs, nv-recall) keyed by (shard, doc_ix, window start, window length)."""
 
-    def __init__(self, engine, text: str, ids: list[int]):
+    def __init__(self, engine, text: str, ids: list[int], arr: Any = None):
         self.text, self.ids = text, ids
         self.bytes_ok = hasattr(engine, "ids_bytes") and hasattr(engine, "find_bytes")
-        self.qb = engine.ids_bytes(ids) if self.bytes_ok else b""
+        self.qb = engine.ids_bytes(ids if arr is None else arr) if self.bytes_ok else b""
         self.w = engine.width if self.bytes_ok else 0
         self._norm_doc: str | None = None
         self._words: list[str] | None = None
@@ -100,8 +101,15 @@ class _Gen:
 
     @property
     def norm_doc(self) -> str:
+        """`normalize_document(text)`; for ASCII text by the compiled normalization (the same string:
+        tests/python/test_trace_nogil.py), which releases the GIL where four regex passes held it."""
         if self._norm_doc is None:
-            self._norm_doc = normalize_document(self.text)
+            t = self.text
+            if t.isascii() and tierkernel.available():
+                self._norm_doc = tierkernel.normalize_ascii(np.frombuffer(t.encode("ascii"), dtype=np.uint8)
+                                                            ).tobytes().decode("ascii")
+            else:
+                self._norm_doc = normalize_document(t)
         return self._norm_doc
 
     def normalized_in(self, window: str, raw: bytes | None = None) -> bool:
@@ -248,6 +256,43 @@ def rng_for(seed: int, text: str) -> random.Random:
     return random.Random(int.from_bytes(digest, "little"))
 
 
+class _LazyRng:
+    """`rng_for(seed, text)`, made at its first draw: most generations never sample (no span has more than
+    max_docs occurrences), and seeding a Mersenne Twister costs more than the rest of their bookkeeping. The
+    draws are the same, in the same order, as from the RNG made up front."""
+
+    __slots__ = ("_seed", "_text", "_rng")
+
+    def __init__(self, seed: int, text: str):
+        self._seed, self._text, self._rng = seed, text, None
+
+    def sample(self, population: Sequence[int], k: int) -> list[int]:
+        if self._rng is None:
+            self._rng = rng_for(self._seed, self._text)
+        return self._rng.sample(population, k)
+
+
+def _key_part(p: object) -> str:
+    """One part of `make_key`'s encoding (ingest/lake/keys.py: None distinct from "", the type name
+    before the value): the tracer hashes keys with a fixed prefix per generation or span, so it builds
+    the encoding itself; tests/python/test_trace_fast.py compares `_Keys` with `make_key`."""
+    return "\x00" if p is None else f"{type(p).__name__}:{p}"
+
+
+class _Keys:
+    """`make_key(*prefix, *rest)` with the prefix encoded once: span ids (trace, generation, start, end) and
+    span-document ids (span, shard, document) are hashed thousands of times per batch."""
+
+    __slots__ = ("_head",)
+
+    def __init__(self, *prefix: object):
+        self._head = "\x1f".join(_key_part(p) for p in prefix) + "\x1f"
+
+    def ints(self, a: int, b: int) -> str:
+        """`make_key(*prefix, a, b)` for two Python ints."""
+        return hashlib.blake2b(f"{self._head}int:{a}\x1fint:{b}".encode("utf-8"), digest_size=16).hexdigest()
+
+
 class Tracer:
     def __init__(self, engine, tokenizer, logprobs: np.ndarray, floor: float, params: TraceParams,
                  trace_id: str):
@@ -276,6 +321,12 @@ class Tracer:
         # stand-ins (tests, benchmarks) may lack either
         self._checked = hasattr(engine, "damaged")
         self._found = {"found": True} if "found" in inspect.signature(engine.docs_by_ranks).parameters else {}
+
+    def _encode_array(self, text: str) -> Any:
+        """The text's ids as the tokenizer's numpy array (`encode` is its `.tolist()`), when the tokenizer
+        has `encode_batch`: the generation's index bytes come from the array without a list round trip."""
+        enc = getattr(self.tok, "encode_batch", None)
+        return None if enc is None else enc([text])[0]
 
     # -- lookups: the engine's byte-level searches when it has them (no engine threads) ------------------
     def _find(self, g: _Gen, b: int, e: int) -> dict[str, Any]:
@@ -325,8 +376,12 @@ class Tracer:
 
     def _score(self, ids: Sequence[int]) -> float:
         """Sum of unigram log-probs, left to right (the same additions, so the same float, as summing the
-        numpy values: both are IEEE double adds in this order)."""
-        lp, n, floor = self._lp, len(self._lp), self.floor
+        numpy values: both are IEEE double adds in this order). Ids inside the table are looked up in one C
+        call (`itemgetter`); `sum` adds the same floats in the same order either way."""
+        lp, n = self._lp, len(self._lp)
+        if len(ids) > 1 and max(ids) < n:
+            return float(sum(itemgetter(*ids)(lp)))
+        floor = self.floor
         return float(sum(lp[t] if t < n else floor for t in ids))
 
     # -- span filters ---------------------------------------------------------------------------
@@ -522,6 +577,7 @@ class Tracer:
         out = []
         for j, (s, _, only) in enumerate(jobs):
             span_id = sid(s)
+            dkey = _Keys(span_id).ints
             rows = []
             for i in kept[j]:
                 cached = g.windows[keys[i]]
@@ -536,7 +592,7 @@ class Tracer:
                 nv: NvResult = cached[2]
                 doc_id, source, domain, meta_json = self._doc_fields(sh_l[i], local_l[i])
                 rows.append({
-                    "span_document_id": make_key(span_id, sh_l[i], doc_l[i]), "span_id": span_id, "shard": sh_l[i],
+                    "span_document_id": dkey(sh_l[i], doc_l[i]), "span_id": span_id, "shard": sh_l[i],
                     "doc_ix": doc_l[i], "doc_id": doc_id, "source": source, "domain": domain, "metadata": meta_json,
                     "window_text": window, "match_tier": tier, "nv_recall": nv.recall,
                     "nv_matched_words": nv.matched_words, "nv_generation_words": nv.generation_words,
@@ -627,7 +683,8 @@ class Tracer:
     # -- the whole trace ------------------------------------------------------------------------
     def trace(self, generation_id: str, text: str) -> TraceOutput:
         out = TraceOutput()
-        ids = self.tok.encode(text)
+        arr = self._encode_array(text)
+        ids = self.tok.encode(text) if arr is None else arr.tolist()
         L = len(ids)
         out.generation = {
             "traced_generation_id": make_key(self.trace_id, generation_id), "trace_id": self.trace_id,
@@ -636,26 +693,29 @@ class Tracer:
         if L == 0:
             return out
         p = self.p
-        rng = rng_for(p.seed, text)
-        g = _Gen(self.engine, text, ids)
+        rng = _LazyRng(p.seed, text)
+        g = _Gen(self.engine, text, ids, arr)
         span_ids: dict[tuple[int, int], str] = {}
+        keys = _Keys(self.trace_id, generation_id)
 
         def sid(s: _Span) -> str:  # a span's key, hashed once per trace (several steps name the same span)
             k = (s.start, s.end)
             v = span_ids.get(k)
             if v is None:
-                v = span_ids[k] = make_key(self.trace_id, generation_id, s.start, s.end)
+                v = span_ids[k] = keys.ints(s.start, s.end)
             return v
 
         spans: list[_Span] = []
         full = None
-        jobs: list[tuple[_Span, random.Random | None, bool]] = []  # (span, rng, only_full_normalized)
+        jobs: list[tuple[_Span, _LazyRng | None, bool]] = []  # (span, rng, only_full_normalized)
         if self._occurs(g, 0, L):  # step 1: full match
             full = _Span(0, L, self._score(ids), kept=True, is_full=True)
             jobs.append((full, None, False))
             spans.append(full)
 
-        n = longest_matches(self.engine, ids, self.stats, g.hints if g.bytes_ok else None, plan=g.plan)  # step 2
+        # step 2; the compiled documents path searches from the plan's hints, the Python path from g.hints
+        hints = g.hints if g.bytes_ok and (self._table is None or g.plan is None) else None
+        n = longest_matches(self.engine, ids, self.stats, hints, plan=g.plan)
         for b, e in self._filter(ids, maximal_spans(n), g):  # steps 3-4
             if full is not None and (b, e) == (0, L):
                 continue
