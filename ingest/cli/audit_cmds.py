@@ -30,7 +30,9 @@ def documents(
     seed: Annotated[int, typer.Option(help="Seed of the prefix-prompt draw.")] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the selection; write nothing.")] = False,
 ) -> None:
-    """Store a named set of training documents; `lmaudit build` then fills fct_document_propensity (per
+    """Store a named set of training documents to audit, per document and per set.
+
+    Store a named set of training documents; `lmaudit build` then fills fct_document_propensity (per
     document) and fct_document_set_propensity (per set): reproduced spans, full matches, f_p, f_c and PM."""
     from ingest.audit.store import AuditRequest, audit_documents
 

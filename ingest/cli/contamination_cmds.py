@@ -21,8 +21,10 @@ def contamination(
     device: Annotated[str, typer.Option(help="hf backend device: auto, cpu or cuda.")] = "cpu",
     name: Annotated[str | None, typer.Option(help="Benchmark name (default: the file name without suffix).")] = None,
 ) -> None:
-    """Trace every item's input and answer against the corpus; with --model, check whether it reproduces the
-    answer from the input. Then `lmaudit build` makes fct_contamination_items and fct_contamination_benchmarks."""
+    """Trace a benchmark's items against the corpus; with --model, ask whether the model reproduces answers.
+
+    Every item's input and answer is traced; with --model, the model is given the input and its continuation
+    is checked against the answer. Then `lmaudit build` makes fct_contamination_items and fct_contamination_benchmarks."""
     from ingest.contamination.run import run_contamination
     from ingest.corpora import corpus_row
     from ingest.errors import UserError
@@ -61,8 +63,9 @@ def contamination_sample(
     model: Annotated[str | None, typer.Option(help="Also write each item's score under this model: the mean "
                                                    "log-probability of the answer's tokens given the input.")] = None,
 ) -> None:
-    """Write a small benchmark of items copied from the corpus, half-copied and written fresh (a known answer
-    for `lmaudit contamination`; the sandbox recipe in README.md)."""
+    """Write a small benchmark with a known answer for `lmaudit contamination` (README's sandbox recipe).
+
+    Its items are copied from the corpus, half-copied, or written fresh."""
     import json
 
     from ingest.contamination.sample import item_records, sample_benchmark

@@ -46,7 +46,9 @@ def attach(
     name: Annotated[str | None, typer.Option(help="Corpus name in the warehouse (default: the first folder's name).")] = None,
     dtype: Annotated[str | None, typer.Option(help="u8, u16 or u32 (default: inferred from file sizes).")] = None,
 ) -> None:
-    """Register prebuilt infini-gram index folders as one corpus; nothing is written into them (their
+    """Register prebuilt infini-gram index folders as one corpus, without writing into them.
+
+    Register prebuilt infini-gram index folders as one corpus; nothing is written into them (their
     manifest and unigram table go into the warehouse), so read-only, shared folders work."""
     from ingest.corpora import attach_corpus
 

@@ -52,7 +52,9 @@ def score(
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     scoring: Annotated[str, typer.Option(help="authors or lmaudit (as `lmaudit score --scoring`).")] = "authors",
 ) -> None:
-    """Score the labelled members and non-members as `lmaudit score` does (loss, zlib, Min-K%, Min-K%++), resumable;
+    """Score the benchmark's members and non-members (loss, zlib, Min-K%, Min-K%++); resumable.
+
+    Score the labelled members and non-members as `lmaudit score` does (loss, zlib, Min-K%, Min-K%++), resumable;
     `lmaudit score --methods ...` adds the other baselines for reference documents and runs."""
     from ingest.mia_benchmark.run import unscored_sources
     from ingest.score.run import ScoreJob, score_items

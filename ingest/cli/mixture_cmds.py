@@ -37,7 +37,9 @@ def tokenizer(
     ci_level: Annotated[float, typer.Option("--ci-level", help="Interval level.")] = 0.95,
     top_k: Annotated[int, typer.Option("--top-k", help="Most violated pairs added per merge step and LP round.")] = 5,
 ) -> None:
-    """Replay the tokenizer's merges on each domain's reference text and solve Hayase et al.'s LP for the
+    """Estimate the training mixture from the tokenizer's merge list (Hayase et al.'s LP).
+
+    Replay the tokenizer's merges on each domain's reference text and solve Hayase et al.'s LP for the
     mixture that makes every merge the most frequent pair; write it to tokenizer_mixture_estimates."""
     from ingest.errors import UserError
     from ingest.mixture.tokenizer import estimate_tokenizer_mixture, get_method, load_bpe
@@ -143,7 +145,9 @@ def sweep(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the classifiers and the reference subsets.")] = 0,
     vars_: Annotated[Optional[str], typer.Option("--vars", help="dbt vars as for lmaudit build (YAML), e.g. '{mixture_model_aliases: {/models/OLMo-1B-hf: OLMo-1B}}': the stored truth and default estimators follow them.")] = None,
 ) -> None:
-    """LLMSurgeon's ablations on one model and reference set: each grid point trains a classifier with the
+    """LLMSurgeon's ablations (Tables 3, 4): the mixture estimate over a grid of settings.
+
+    LLMSurgeon's ablations on one model and reference set: each grid point trains a classifier with the
     `classify train` protocol, classifies the samples and runs every estimator; rows go to mixture_sweeps
     (resumable), fct_mixture_sweeps scores them, `lmaudit report` draws Tables 3 and 4."""
     from ingest.errors import UserError
@@ -209,7 +213,9 @@ def inject(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sandboxes, reference documents and classifier.")] = 0,
     vars_: Annotated[Optional[str], typer.Option("--vars", help="dbt vars as for lmaudit build (YAML), e.g. '{mixture_model_aliases: {/models/OLMo-1B-hf: OLMo-1B}}': the stored truth and default estimators follow them.")] = None,
 ) -> None:
-    """LLMSurgeon's toxic injection (Table 9) on the sandbox: one model per share of an injected domain
+    """LLMSurgeon's toxic injection (Table 9) on the sandbox: is an injected share found?
+
+    LLMSurgeon's toxic injection (Table 9) on the sandbox: one model per share of an injected domain
     (cached), one frozen classifier, the estimate of the injected share beside the truth; rows go to
     mixture_sweeps (axis inject), fct_mixture_sweeps scores them, `lmaudit report` draws Table 9 and its figure."""
     from ingest.errors import UserError

@@ -65,7 +65,9 @@ def specific(
     training_docs: Annotated[int, typer.Option(help="Training documents per sample (selection, evaluation).")] = 10_000,
     no_leakage_filter: Annotated[bool, typer.Option(help="Keep sentences found in the training corpus.")] = False,
 ) -> None:
-    """The specific setting from source documents: quality filter, length-matched sentences, leakage filter,
+    """Build the specific setting's prompts: source sentences close to the training data.
+
+    The specific setting from source documents: quality filter, length-matched sentences, leakage filter,
     the sentences closest to the training data (equal shares per source), and how close they are."""
     from ingest.options import parse_key_values
     from ingest.prompts.specific.pipeline import SpecificRequest, build_specific_prompts

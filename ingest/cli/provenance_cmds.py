@@ -17,8 +17,10 @@ def provenance(
     rescan: Annotated[bool, typer.Option(help="Forget earlier results and read every document and span again "
                                               "(after a detector upgrade).")] = False,
 ) -> None:
-    """Read every training document a traced generation reproduces (a span of >= --min-span tokens) back from
-    its index: metadata (source, path, URL, repository, licence field) and the licence in its text (SPDX
+    """Read back every reproduced training document: licence, source and personal data; resumable.
+
+    Every document a traced generation reproduces (a span of >= --min-span tokens) is read back from its
+    index: metadata (source, path, URL, repository, licence field) and the licence in its text (SPDX
     identifiers, licence texts); scan the reproduced spans for e-mail addresses, phone numbers, keys and tokens
     (stored masked). Resumable: what is already read is skipped. Then `lmaudit build` makes
     fct_document_provenance and fct_reproduced_personal_data."""

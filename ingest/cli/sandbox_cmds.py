@@ -58,7 +58,9 @@ def reference(ctx: typer.Context, size: _SIZE = "default", seed: _SEED = 0, mixt
               canary_copies: _CANARY = None, steps: _STEPS = None,
               per_domain: Annotated[int, typer.Option(help="Reference documents per domain.")] = 150,
               folds: Annotated[int, typer.Option(help="Cross-fitting folds.")] = 5) -> None:
-    """Import held-out reference documents for the sandbox's domains (files its corpus did not use), so
+    """Import held-out reference documents of the sandbox's domains for `lmaudit classify train`.
+
+    Import held-out reference documents for the sandbox's domains (files its corpus did not use), so
     `lmaudit classify train` can learn the domains. Builds the sandbox first if needed."""
     st = state(ctx)
     paths, name = build_and_register(st.lake, st.home, sandbox_size(size, mixture, canary_copies, steps), seed,

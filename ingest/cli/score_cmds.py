@@ -38,8 +38,9 @@ def score(
                                                             "neighbours (default: random words of the reference "
                                                             "documents, as the authors' script).")] = None,
 ) -> None:
-    """Record per-token log-probabilities and loss / zlib / Min-K% / Min-K%++ scores (and with --methods the
-    other baselines); resumable."""
+    """Score texts for membership inference: loss, zlib, Min-K%, Min-K%++ (--methods: the others); resumable.
+
+    Per-token log-probabilities are recorded beside the scores."""
     from ingest.errors import UserError
     from ingest.executors import get_executor
     from ingest.score.method_run import method_job, parse_methods, score_methods

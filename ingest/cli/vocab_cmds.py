@@ -22,7 +22,9 @@ def fetch(
     cache: Annotated[Optional[Path], typer.Option(
         help="Folder to keep them in (default ~/.cache/lmaudit/vocabs/...; $LMAUDIT_CACHE moves it).")] = None,
 ) -> None:
-    """Download llama.cpp's GGUF vocabularies (from the pinned llama-cpp-python sdist, sha256-checked) and
+    """Download llama.cpp's GGUF vocabularies (sha256-checked) and print where each one is.
+
+    Download llama.cpp's GGUF vocabularies (from the pinned llama-cpp-python sdist, sha256-checked) and
     print where each one is."""
     chosen = tuple(names or llamacpp.VOCABS)
     folder = llamacpp.fetch(cache, chosen)
@@ -35,7 +37,9 @@ def convert(
     gguf_file: Annotated[Path, typer.Argument(help="A .gguf vocabulary (or model) file.")],
     out: Annotated[Path, typer.Option(help="New folder for the tokenizer (tokenizer.json and its config).")],
 ) -> None:
-    """Rebuild a GGUF file's tokenizer as its family's Hugging Face tokenizer folder; when llama.cpp's test
+    """Rebuild a GGUF file's tokenizer as a Hugging Face tokenizer folder, checked against llama.cpp.
+
+    Rebuild a GGUF file's tokenizer as its family's Hugging Face tokenizer folder; when llama.cpp's test
     texts (<file>.inp / .out) lie beside it, check every text against the ids llama.cpp expects."""
     from ingest.errors import UserError
 

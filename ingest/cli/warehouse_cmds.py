@@ -29,8 +29,9 @@ def build(
     vars_: Annotated[str | None, typer.Option("--vars", help="dbt vars as YAML (the propme_* and mixture_* vars of dbt_project.yml; each name and value is checked against its type and range before anything runs), e.g. '{propme_bootstrap_resamples: 1000}'.")] = None,
     full_tests: Annotated[bool, typer.Option("--full-tests", help="Also run dbt's unit tests (they check the models' SQL, not your data) and the full-scan key tests on the largest staging table (keys the lake writer already guarantees); CI runs them, a plain build leaves them out.")] = False,
 ) -> None:
-    """Run `dbt build` (models and data tests; --full-tests adds unit tests and full-scan key tests) over the
-    warehouse and print a one-line summary."""
+    """Run `dbt build` over the warehouse (models and data tests) and print a one-line summary.
+
+    --full-tests adds dbt's unit tests and the full-scan key tests."""
     from ingest.build import build as run_build
 
     st = state(ctx)
