@@ -133,7 +133,9 @@ def check_indexes(todo: Sequence[tuple], home: Path) -> None:
             if not IndexManifest.path_in(d).exists():
                 raise UserError(f"the index {d} that generations were traced against is gone or has no manifest; "
                                 "provenance reads each reproduced document's whole text from it: restore or "
-                                "re-attach it (`lmaudit index attach`) where it was, then run again")
+                                "re-attach it (`lmaudit index attach`) where it was, or, in a moved warehouse, run "
+                                "the same `lmaudit trace` again (nothing is traced twice: it records where the "
+                                "index is now), then run again")
 
 
 def document_row(corpus_key: str, corpus_id: str | None, index_dir: str | None, record, text: str,

@@ -95,8 +95,14 @@ def test_moved_warehouse_traces_the_same_rows_and_never_reads_the_old_folder(tra
         IndexManifest.path_in(new / "sandbox/mini/index").read_bytes()
     assert corpus_row(Lake(new), "mini")["index_dirs"] == [str((new / "sandbox/mini/index").resolve())]
     assert _trace(new, gens) == before
-    stored = Lake(new).read("trace_runs").to_pylist()[0]["index_dir"]
-    assert json.loads(stored) == ["sandbox/mini/index"]
+    pass_row = Lake(new).read("trace_runs").to_pylist()[0]
+    assert json.loads(pass_row["index_dir"]) == ["sandbox/mini/index"]
+    # a pass recorded before paths were relative (the old place, absolute): the same trace command again traces
+    # nothing and records where the index is now (what provenance opens)
+    Lake(new).write("trace_runs", f"trace--{pass_row['trace_id']}",
+                    [{**pass_row, "index_dir": json.dumps([str(old.resolve() / "sandbox/mini/index")])}])
+    assert _trace(new, gens) == before
+    assert json.loads(Lake(new).read("trace_runs").to_pylist()[0]["index_dir"]) == ["sandbox/mini/index"]
 
     # a row registered before paths were relative: absolute folders of the old place (now another index)
     lake = Lake(new)
