@@ -5,6 +5,7 @@ Kept in one place because the full-match tier, the anchor search and nv-recall m
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -62,3 +63,43 @@ def splits_as_ascii(text: str) -> bool:
 def collapse_whitespace(text: str) -> str:
     """All whitespace runs -> one space, stripped (targeted extraction and loop checks)."""
     return " ".join(text.split())
+
+
+# `plain_chars` classes: 1 plain; the typography rewrites of `words_text`, for characters plain otherwise
+PLAIN, SINGLE_QUOTE, DOUBLE_QUOTE, DASH = 1, 2, 3, 4
+# code points `plain_chars` covers: the BMP and the Supplementary Multilingual Plane (emoji, symbols, scripts)
+PLAIN_RANGE = 0x20000
+
+
+@functools.lru_cache(maxsize=1)
+def plain_chars() -> bytes:
+    """One byte per code point below PLAIN_RANGE: PLAIN for a non-ASCII character that every normalization
+    above leaves as it is wherever it stands, SINGLE_QUOTE / DOUBLE_QUOTE / DASH for one that only the
+    typography rewrites of `words_text` change (to ' / " / one - per run), 0 otherwise (ASCII included: it
+    is handled apart). In a text whose non-ASCII characters are all classed, NFKC changes nothing,
+    `lower()` changes only ASCII letters, `str.split()` splits on ASCII whitespace only, and the typography
+    rewrites are the classes' ASCII replacements: both normalizations are ASCII steps on the UTF-8 bytes
+    (the compiled window scan, `ingest.trace.windowkernel`). Classed: NFKC maps the character to itself,
+    it is its own lowercase, not whitespace, not a combining mark (no reordering), not the second half of
+    a canonical composition (it cannot merge with the character before it, nor can its canonical
+    decomposition's first character; Hangul jamo are left out whole), not U+2026 (NFKC rewrites it), not
+    a surrogate. Built once per process (~0.2 s); tests/python/test_trace_windows.py checks the claim with
+    Python's own functions."""
+    second: set[int] = set()
+    for c in range(0x30000):
+        d = unicodedata.decomposition(chr(c))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2:
+                second.add(int(parts[1], 16))
+    quotes = {c: (SINGLE_QUOTE if r == "'" else DOUBLE_QUOTE) for c, r in _QUOTES.items()}
+    dashes = {ord(c) for c in _DASHES.pattern[1:-2]}
+    table = bytearray(PLAIN_RANGE)
+    for c in range(0x80, PLAIN_RANGE):
+        ch = chr(c)
+        if (0xD800 <= c < 0xE000 or 0x1100 <= c < 0x1200 or c in second or ch.isspace() or c == 0x2026
+                or unicodedata.combining(ch) or ch.lower() != ch or unicodedata.normalize("NFKC", ch) != ch
+                or ord(unicodedata.normalize("NFD", ch)[0]) in second):
+            continue
+        table[c] = quotes.get(c, DASH if c in dashes else PLAIN)
+    return bytes(table)

@@ -36,7 +36,7 @@ import numpy as np
 
 from ingest.lake import make_key, text_hash
 from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
-from ingest.trace.normalize import normalize_document, normalize_words
+from ingest.trace.normalize import normalize_document, normalize_words, plain_chars
 from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, PreparedGeneration, nv_recall_window
 from ingest.trace.params import TraceParams
 from ingest.trace import tierkernel
@@ -313,7 +313,8 @@ class Tracer:
 
             if windowkernel.available():
                 self._table = (np.frombuffer(b"".join(table), dtype=np.uint8),
-                               np.concatenate([[0], np.cumsum([len(t) for t in table])]).astype(np.int64))
+                               np.concatenate([[0], np.cumsum([len(t) for t in table])]).astype(np.int64),
+                               np.frombuffer(plain_chars(), dtype=np.uint8))
         self._meta: dict[tuple[int, int], tuple[Any, ...]] = {}  # (shard, local doc) -> row fields, see _doc_fields
         self._meta_chars = 0  # characters of metadata JSON held in _meta (approximate under threads: a bound only)
         self.stats = LookupStats()
@@ -556,11 +557,11 @@ class Tracer:
             idx = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
             res = np.zeros((len(todo), 7), dtype=np.int64)
             nvg = g.nv(p.nv_variant) if g.words else None
-            tbytes, toff = self._table
+            tbytes, toff, plain = self._table
             text, off = wk.scan_windows(
                 wb.buf, wb.boff[idx], wb.boff[idx + 1], w, tbytes, toff, g.gen_bytes, g.norm_bytes, g.squeezed_bytes,
                 nvg.buf if nvg is not None else _EMPTY, nvg.param_array if nvg is not None else _PARAMS0,
-                np.fromiter((want[k] for k in todo), dtype=np.int64, count=len(todo)), res)
+                np.fromiter((want[k] for k in todo), dtype=np.int64, count=len(todo)), res, plain)
             res_l, off_l = res.tolist(), off.tolist()
             for t, (k, i) in enumerate(todo.items()):
                 valid, _, tier, nv_done, matched, ng, nd = res_l[t]

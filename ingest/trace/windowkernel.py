@@ -13,10 +13,15 @@ what it cannot answer exactly:
   `_fast_decoder` does;
 * exact_full_raw: the generation's UTF-8 bytes inside the window's (for valid UTF-8, byte containment is
   string containment);
-* exact_full_normalized on ASCII windows: the whitespace-free prefilter of `_Gen.maybe_in`, then
-  `tierkernel.normalize_ascii` and containment (tier 0, "Python decides", for a non-ASCII window);
-* nv-recall of ASCII windows with `nvkernel.nv_counts` (lowercased and split there); non-ASCII windows and
-  hash collisions are left to `nv_recall_window`.
+* exact_full_normalized on "simple" windows: ASCII, or non-ASCII whose every non-ASCII character is classed
+  (`normalize.plain_chars`: NFKC, lowercasing and splitting leave it as it is, wherever it stands, and the
+  typography rewrites at most replace it by ASCII, so both normalizations are ASCII steps on the bytes,
+  `_retypeset` doing the rewrites): the whitespace-free prefilter
+  of `_Gen.maybe_in`, then `tierkernel.normalize_ascii` and containment (tier 0, "Python decides", for
+  any other window);
+* nv-recall of simple windows with `nvkernel.nv_counts` (ASCII-lowercased and split there); other windows
+  and hash collisions are left to `nv_recall_window`. (Before 2026-12-04 only ASCII windows were simple:
+  the NFKC, regex and lowercasing passes over every non-ASCII window, under the GIL, were ~15% of a trace.)
 
 Tests compare every output with the Python path (tests/python/test_trace_windows.py, test_trace_fast.py).
 Caveat (docs/footguns.md): numba's on-disk cache of this module is keyed on this file only, so after an edit
@@ -32,6 +37,7 @@ import numpy as np
 from ingest import kernelgate
 from ingest.trace import nvkernel, tierkernel
 from ingest.trace.nvkernel import nv_counts
+from ingest.trace.normalize import DASH, DOUBLE_QUOTE, PLAIN, SINGLE_QUOTE
 from ingest.trace.tierkernel import normalize_ascii
 
 njit, _LOAD_ERROR = kernelgate.load_numba()
@@ -121,13 +127,77 @@ def _squeezed_contains(h: Any, lo: int, hi: int, nd: Any) -> bool:
     return _contains(sq, 0, k, nd)
 
 
+def _plain_class(a: Any, lo: int, hi: int, plain: Any) -> int:
+    """For the valid UTF-8 a[lo:hi]: 0 when some non-ASCII character is not classed in `plain`
+    (`normalize.plain_chars`), 2 when all are and some is a typography character, else 1."""
+    out = 1
+    i = lo
+    while i < hi:
+        c = a[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if c >= 0xF0:
+            cp = ((c & 0x07) << 18) | ((a[i + 1] & 0x3F) << 12) | ((a[i + 2] & 0x3F) << 6) | (a[i + 3] & 0x3F)
+            i += 4
+        elif c >= 0xE0:
+            cp = ((c & 0x0F) << 12) | ((a[i + 1] & 0x3F) << 6) | (a[i + 2] & 0x3F)
+            i += 3
+        else:
+            cp = ((c & 0x1F) << 6) | (a[i + 1] & 0x3F)
+            i += 2
+        if cp >= plain.shape[0] or plain[cp] == 0:
+            return 0
+        if plain[cp] != PLAIN:
+            out = 2
+    return out
+
+
+def _retypeset(a: Any, lo: int, hi: int, plain: Any) -> Any:
+    """a[lo:hi] (valid UTF-8, all classed) with `words_text`'s typography rewrites: each quote to its ASCII
+    quote, each run of dashes to one "-"."""
+    out = np.empty(hi - lo, dtype=np.uint8)
+    k = 0
+    i = lo
+    dash = False
+    while i < hi:
+        c = a[i]
+        n = 1 if c < 0x80 else 4 if c >= 0xF0 else 3 if c >= 0xE0 else 2
+        cls = PLAIN
+        if n == 3:  # every typography character is a 3-byte sequence (U+2010-U+2033, U+FE58, U+FE63)
+            cls = plain[((c & 0x0F) << 12) | ((a[i + 1] & 0x3F) << 6) | (a[i + 2] & 0x3F)]
+        elif n == 2:  # U+00AB, U+00BB
+            cls = plain[((c & 0x1F) << 6) | (a[i + 1] & 0x3F)]
+        if cls == DASH:
+            if not dash:
+                out[k] = 45  # -
+                k += 1
+            dash = True
+        else:
+            dash = False
+            if cls == SINGLE_QUOTE:
+                out[k] = 39
+                k += 1
+            elif cls == DOUBLE_QUOTE:
+                out[k] = 34
+                k += 1
+            else:
+                for j in range(n):
+                    out[k] = a[i + j]
+                    k += 1
+        i += n
+    return out[:k].copy()
+
+
 def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: Any, gen: Any, norm_gen: Any,
-                 squeezed: Any, nvgen: Any, params: Any, want_nv: Any, res: Any) -> tuple[Any, Any]:
+                 squeezed: Any, nvgen: Any, params: Any, want_nv: Any, res: Any, plain: Any) -> tuple[Any, Any]:
     """Window i is buf[bstart[i]:bend[i]] (tokens of width w, little-endian); want_nv[i]: 0 no nv-recall,
     1 nv-recall, 2 nv-recall unless the tier is partial (an anchor's window); nvgen: the generation's words
-    (`PreparedGeneration.buf`, empty when it has none: no nv-recall here). Fills res[i] = (decoded as valid
-    UTF-8, ASCII, tier, nv status, matched words, generation words, document words) and returns (text bytes
-    of every window concatenated, offsets (n + 1)); an undecodable window's text is empty."""
+    (`PreparedGeneration.buf`, empty when it has none: no nv-recall here); plain: `normalize.plain_chars()`
+    as an array (empty: only ASCII windows are normalized here). Fills res[i] = (decoded as valid UTF-8,
+    1 ASCII / 2 non-ASCII with plain characters only / 0 other, tier, nv status, matched words, generation
+    words, document words) and returns (text bytes of every window concatenated, offsets (n + 1)); an
+    undecodable window's text is empty."""
     n = bstart.shape[0]
     ntab = toff.shape[0] - 1
     longest = 0  # the longest token's bytes: room for every window without a counting pass (up to _RESERVE_MAX)
@@ -174,13 +244,16 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
             continue
         off[i + 1] = at
         res[i, 0] = 1
-        res[i, 1] = 1 if ascii_ else 0
+        # plain: the normalizations are ASCII steps on the bytes (see `normalize.plain_chars`)
+        cls = 1 if ascii_ else _plain_class(text, start, at, plain) if plain.shape[0] > 0 else 0
+        simple = cls > 0
+        res[i, 1] = 1 if ascii_ else 2 if simple else 0
         tier = 0
         if gen.shape[0] > 0 and _contains(text, start, at, gen):
             tier = RAW
         elif norm_gen.shape[0] == 0:
             tier = PARTIAL
-        elif ascii_:
+        elif simple:
             if not _squeezed_contains(text, start, at, squeezed):
                 tier = PARTIAL
             else:
@@ -188,9 +261,10 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
                 tier = NORMALIZED if _contains(nm, 0, nm.shape[0], norm_gen) else PARTIAL
         res[i, 2] = tier
         want = want_nv[i]
-        if want == 0 or tier == 0 or (want == 2 and tier == PARTIAL) or not ascii_ or nvgen.shape[0] == 0:
+        if want == 0 or tier == 0 or (want == 2 and tier == PARTIAL) or not simple or nvgen.shape[0] == 0:
             continue
-        st, matched, ng, nd = nv_counts(nvgen, text[start:at].copy(), True, params)
+        doc = text[start:at].copy() if cls == 1 else _retypeset(text, start, at, plain)
+        st, matched, ng, nd = nv_counts(nvgen, doc, True, params)
         if st == 0:
             res[i, 3] = NV_DONE
             res[i, 4] = matched
@@ -201,7 +275,12 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
 
 PYTHON_KERNELS = {"scan_windows": scan_windows}
 
-kernelgate.compile_all(globals(), ("_utf8_ok", "_contains", "_squeezed_contains", "scan_windows"))
+kernelgate.compile_all(globals(), ("_utf8_ok", "_contains", "_squeezed_contains", "_plain_class", "_retypeset",
+                                   "scan_windows"))
+
+
+_PLAIN_E9 = np.zeros(0x100, dtype=np.uint8)
+_PLAIN_E9[0xE9] = 1  # the self-check's window "a b\u00e9": a plain non-ASCII character
 
 
 def _self_check() -> bool:
@@ -214,8 +293,8 @@ def _self_check() -> bool:
     res = np.zeros((2, 7), dtype=np.int64)
     text, off = scan_windows(win, np.array([0, 5]), np.array([5, 6]), 1, tb, toff, g.copy(), g.copy(),
                              np.frombuffer(b"ab", dtype=np.uint8), g, np.array([1, 1, 1, 1, 1, 1], dtype=np.int64),
-                             np.array([1, 1]), res)
-    return (text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and res[0, :3].tolist() == [1, 0, RAW]
+                             np.array([1, 1]), res, _PLAIN_E9)
+    return (text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and res[0, :3].tolist() == [1, 2, RAW]
             and res[1, 0] == 0)
 
 

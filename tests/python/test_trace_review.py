@@ -94,7 +94,7 @@ def test_window_scan_reserves_what_it_can_write_not_the_longest_token_per_token(
     try:
         text, off = wk.scan_windows(win, np.array([0, n]), np.array([n, n + 2]), 1, tb, toff, gen, gen, gen,
                                     np.zeros(0, dtype=np.uint8), np.zeros(6, dtype=np.int64),
-                                    np.array([0, 0]), res)
+                                    np.array([0, 0]), res, np.zeros(0, dtype=np.uint8))
     except MemoryError:
         pytest.fail("the window scan asked for (ntok x the longest token) bytes: 100 GiB")
     assert text[off[0]:off[1]].tobytes() == b"a" * n and text[off[1]:off[2]].tobytes() == b" " + b"b" * long

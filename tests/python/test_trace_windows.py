@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ingest.trace import windowkernel as wk
-from ingest.trace.normalize import normalize_document, normalize_words
+from ingest.trace.normalize import normalize_document, normalize_words, plain_chars, words_text
 from ingest.trace.nvrecall import PreparedGeneration, nv_recall_words
 
 pytestmark = pytest.mark.skipif(not wk.available(), reason=f"numba unavailable: {wk._LOAD_ERROR}")
@@ -29,6 +29,9 @@ pytestmark = pytest.mark.skipif(not wk.available(), reason=f"numba unavailable: 
 _TABLE = np.frombuffer(bytes(range(256)), dtype=np.uint8)
 _TOFF = np.arange(257, dtype=np.int64)
 _TIER = {wk.RAW: "exact_full_raw", wk.NORMALIZED: "exact_full_normalized", wk.PARTIAL: "partial"}
+
+
+_PLAIN = np.frombuffer(plain_chars(), dtype=np.uint8)
 
 
 def _scan(gen: str, windows: list[bytes], want: int = 1):
@@ -43,7 +46,7 @@ def _scan(gen: str, windows: list[bytes], want: int = 1):
         buf, starts, ends, 1, _TABLE, _TOFF, np.frombuffer(gen.encode(), dtype=np.uint8),
         np.frombuffer(norm.encode(), dtype=np.uint8), np.frombuffer("".join(norm.split()).encode(), dtype=np.uint8),
         pg.buf if pg else np.zeros(0, dtype=np.uint8), pg.param_array if pg else np.zeros(6, dtype=np.int64),
-        np.full(len(windows), want, dtype=np.int64), res)
+        np.full(len(windows), want, dtype=np.int64), res, _PLAIN)
     return text, off, res, pg
 
 
@@ -74,20 +77,29 @@ def test_decoding_accepts_exactly_what_python_decodes() -> None:
         if want is not None:
             valid += 1
             assert text[off[i]:off[i + 1]].tobytes().decode("utf-8") == want
-            assert bool(res[i, 1]) == want.isascii()
+            assert (res[i, 1] == 1) == want.isascii()
     assert 500 < valid < len(windows) - 500
 
 
 def test_tiers_and_nv_recall_equal_the_python_steps() -> None:
     rng = random.Random(7)
-    words = ["def", "return", "x", "Foo", "BAR", "(a,", "b)", "==", "caf\u00e9", "\u00fcber", "'q'", "1.5"]
+    # non-ASCII: plain (e, u with accents: the compiled scan answers) and not (uppercase, a combining mark,
+    # a dash the typography step rewrites, a no-break space: Python answers)
+    words = ["def", "return", "x", "Foo", "BAR", "(a,", "b)", "==", "caf\u00e9", "\u00fcber", "'q'", "1.5",
+             "\u201cq\u201d", "a\u2014\u2013b", "\u2018s\u2019", "\U0001f6a8",
+             "\u00c9t\u00e9", "na\u0308ive", "x\u00a0y", "\u2026"]
+
+    def simple(w: str) -> bool:  # by construction (the normalized generation holds a\u0308 composed: \u00e4)
+        return all(c.isascii() or c in "\u00e9\u00fc\u00e4\u201c\u201d\u2014\u2013\u2018\u2019\U0001f6a8" for c in w)
+
     seps = [" ", "  ", "\t", "\n", "\r\n", "\n\n\n", " \n ", "\x0b", "\x0c", "\x1c"]
     seen = {t: 0 for t in _TIER.values()}
     for _ in range(150):
         gen = "".join(rng.choice(words) + rng.choice(seps[:5]) for _ in range(rng.randint(0, 14))).strip(" ")
         windows = []
         for _ in range(12):
-            w = "".join(rng.choice(words) + rng.choice(seps) for _ in range(rng.randint(0, 60)))
+            pool = words if rng.random() < 0.4 else words[:16]  # not-plain characters in some windows only
+            w = "".join(rng.choice(pool) + rng.choice(seps) for _ in range(rng.randint(0, 60)))
             r = rng.random()
             if gen and r < 0.3:  # the generation itself
                 k = rng.randint(0, len(w))
@@ -100,22 +112,54 @@ def test_tiers_and_nv_recall_equal_the_python_steps() -> None:
         for want in (1, 2):
             _, _, res, pg = _scan(gen, [w.encode() for w in windows], want)
             for i, w in enumerate(windows):
-                assert res[i, 0] == 1 and bool(res[i, 1]) == w.isascii()
+                assert res[i, 0] == 1 and (res[i, 1] == 1) == w.isascii() and bool(res[i, 1]) == simple(w)
                 truth = _python_tier(gen, w)
                 if res[i, 2]:
                     assert _TIER[res[i, 2]] == truth, (gen, w)
                     seen[truth] += 1
-                else:  # left to Python: only non-ASCII windows that do not hold the raw text
-                    assert not w.isascii() and truth != "exact_full_raw"
+                else:  # left to Python: only windows with other non-ASCII characters, without the raw text
+                    assert not simple(w) and truth != "exact_full_raw"
                 done = res[i, 3] == wk.NV_DONE
                 if done:
                     nv = nv_recall_words(pg.words, normalize_words(w), pg.params)
                     assert (res[i, 4], res[i, 5], res[i, 6]) == (nv.matched_words, nv.generation_words,
                                                                  nv.document_words), (gen, w)
                 # computed exactly when asked for and answerable here
-                expect = bool(pg) and w.isascii() and (want == 1 or truth != "partial")
+                expect = bool(pg) and simple(w) and (want == 1 or truth != "partial")
                 assert done == expect
     assert min(seen.values()) > 20, seen
+
+
+def test_plain_characters_leave_every_normalization_to_ascii_steps() -> None:
+    """The claim `scan_windows` rests on, checked with Python's own functions as the oracle: in a text of ASCII
+    and plain characters (random ones, and the plain neighbours of composing, decomposing and case-changing
+    characters), NFKC changes nothing, lower() changes ASCII letters only, split() splits on ASCII
+    whitespace only, and both normalizations equal their ASCII steps on the UTF-8 bytes."""
+    import unicodedata
+
+    from ingest.trace import tierkernel
+
+    table = plain_chars()
+    plain = [chr(c) for c in range(0x80, len(table)) if table[c] == 1]  # (typography: the next test)
+    # the hard neighbours: plain characters next to those that compose, reorder, change case or are spaces
+    near = [chr(c) for c in (0xE9, 0xF1, 0x3B1, 0x3C9, 0x430, 0x4E2D, 0xAC00, 0x0B95, 0x0D9A, 0x0DD9, 0x1B05, 0xFB01,
+                             0x1F6A8, 0x1F600) if table[c] == 1]
+    assert {"\u00e9", "\u4e2d", "\u00f1", "\U0001f6a8"} <= set(near) and not any(
+        table[c] for c in (0xC9, 0x301, 0x308, 0xA0, 0x2003, 0x2026, 0x2033, 0xFE58, 0x1161, 0x11A8, 0x0BBE, 0xFB01,
+                           0x3A3, 0x1D400))
+    assert [table[c] for c in (0x2014, 0x2013, 0x2018, 0x2019, 0x201C, 0xAB)] == [4, 4, 2, 2, 3, 3]
+    ascii_ = list("abcXYZ .,\t\n\r\x0b\x1c") + ["  ", "\r\n", "\n\n\n"]
+    rng = random.Random(11)
+    for _ in range(3000):
+        t = "".join(rng.choice(ascii_) if rng.random() < 0.5 else rng.choice(plain if rng.random() < 0.5 else near)
+                    for _ in range(rng.randint(0, 30)))
+        assert unicodedata.normalize("NFKC", t) == t, repr(t)
+        low = t.encode().lower().decode()  # bytes.lower(): ASCII letters only
+        assert t.lower() == low and words_text(t) == low, repr(t)
+        assert t.split() == re.split(r"[ \t\n\x0b\x0c\r\x1c-\x1f]+", t.strip(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")) or not \
+            t.strip(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"), repr(t)
+        got = tierkernel.normalize_ascii(np.frombuffer(t.encode(), dtype=np.uint8)).tobytes().decode()
+        assert got == normalize_document(t), repr(t)
 
 
 def test_normalized_tier_of_nfkc_normal_windows_equals_normalize_document() -> None:
