@@ -45,8 +45,8 @@ def _cell(iv: Interval | None, scale: float) -> Text:
 
 def _table(*cols: str, title: str) -> Table:
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for c in cols:
-        t.add_column(c, overflow="fold")
+    for c in cols:  # a one-word header (a setting's name) is never folded mid-word in a narrow terminal
+        t.add_column(c, overflow="fold", min_width=len(c) if c and " " not in c else None)
     return t
 
 

@@ -41,3 +41,20 @@ def test_help_runs_and_every_summary_wraps_to_two_lines_at_most() -> None:
     for name, cmd in _commands():
         summary = (cmd.short_help or cmd.help or "").split("\n\n")[0].strip()
         assert len(summary) <= 160, f"`lmaudit {name}`: summary of {len(summary)} characters (2 lines at most)"
+
+
+@pytest.mark.parametrize("columns,width", [(None, 100), ("120", 120), ("80", 80)])
+def test_piped_output_is_100_columns_unless_columns_says_otherwise(columns, width) -> None:
+    """Piped or redirected (a CI log, `| tee`), rich would assume 80 columns and fold the headline tables."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns:
+        env["COLUMNS"] = columns
+    p = subprocess.run([sys.executable, "-c", "from ingest.cli.context import console, err_console; "
+                        "print(console.width, err_console.width)"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert p.stdout.split() == [str(width), str(width)], p.stdout + p.stderr
