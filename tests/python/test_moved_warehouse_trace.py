@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import byte_level_bpe, run_cli
+
 from ingest.lake import Lake
 
 TABLES = ("spans", "span_documents", "span_counts", "traced_generations")
@@ -41,8 +41,7 @@ def _warehouse(home: Path, seed: int) -> None:
     (root / "tok").mkdir()
     texts = _texts(seed)
     with open(root / "corpus" / "docs.jsonl", "w") as fh:
-        for i, t in enumerate(texts):
-            fh.write(json.dumps({"text": t, "id": f"s{seed}-d{i}"}) + "\n")
+        fh.writelines(json.dumps({"text": t, "id": f"s{seed}-d{i}"}) + "\n" for i, t in enumerate(texts))
     byte_level_bpe(texts, 300 + seed).save(str(root / "tok" / "tokenizer.json"))
     build_index([root / "corpus"], str(root / "tok" / "tokenizer.json"), root / "index", progress=False)
     register_corpus(Lake(home), "mini", [root / "index"])
@@ -52,8 +51,8 @@ def _trace(home: Path, gens: Path) -> dict[str, list[dict]]:
     p = run_cli("trace", "--corpus", "mini", "--generations", str(gens), home=home)
     assert p.returncode == 0, p.stderr
     lake = Lake(home)
-    return {t: sorted((json.dumps({k: v for k, v in r.items() if k not in VOLATILE}, sort_keys=True, default=str)
-                       for r in lake.read(t).to_pylist())) for t in TABLES}
+    return {t: sorted(json.dumps({k: v for k, v in r.items() if k not in VOLATILE}, sort_keys=True, default=str)
+                      for r in lake.read(t).to_pylist()) for t in TABLES}
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +64,7 @@ def traced(tmp_path_factory):
     gens = base / "gens.jsonl"  # outside the warehouse: the same source before and after the move
     texts = _texts(0)
     with open(gens, "w") as fh:
-        for i, t in enumerate(texts[:6]):
-            fh.write(json.dumps({"generation_id": f"g{i}", "text": t[50 + i:400] + " unrelated tail"}) + "\n")
+        fh.writelines(json.dumps({"generation_id": f"g{i}", "text": t[50 + i:400] + " unrelated tail"}) + "\n" for i, t in enumerate(texts[:6]))
     rows = _trace(home, gens)
     assert rows["span_documents"], "the generations copy the corpus: documents must be found"
     return home, gens, rows
