@@ -111,7 +111,9 @@ def score_runs(lake: Lake, run_ids: list[str], classifier: str | None = None,
                progress: bool = True) -> list[ScoreSummary]:
     """Score the generations of each run and write one `classifier_outputs` partition per run."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from ingest.progress import progress_bar
 
     if not run_ids:
         raise UserError("give at least one --run")
@@ -119,9 +121,8 @@ def score_runs(lake: Lake, run_ids: list[str], classifier: str | None = None,
     tables = {r: _run_generations(lake, r) for r in run_ids}
     clf = load_classifier(lake, classifier)
     out = []
-    bar = Progress(TextColumn("[bold]classify score"), TextColumn("{task.description}"), BarColumn(),
-                   MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=not progress,
-                   transient=True)
+    bar = progress_bar(TextColumn("[bold]classify score"), TextColumn("{task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), enabled=progress)
     with bar:
         for run_id, t in tables.items():
             ids = t.column("generation_id").to_pylist()

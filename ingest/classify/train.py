@@ -186,11 +186,12 @@ def check_folds(domains: list[str], labels: np.ndarray, folds: np.ndarray) -> li
 
 def _progress(enabled: bool):
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("[bold]classify train"), TextColumn("{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=not enabled,
-                    transient=True)
+    from ingest.progress import progress_bar
+
+    return progress_bar(TextColumn("[bold]classify train"), TextColumn("{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), enabled=enabled)
 
 
 @dataclass

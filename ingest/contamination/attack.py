@@ -60,14 +60,16 @@ def context_length(backend) -> int | None:
 
 def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress: bool = True) -> list[Attack]:
     """One greedy continuation per item from `backend` (ingest.generate.backends)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from ingest.progress import progress_bar
 
     from ingest.generate.backends import GenRequest, SamplingConfig
 
     out: list[Attack] = []
     ctx = context_length(backend)
-    with Progress(TextColumn("[bold]prefix attack"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=True) as bar:
+    with progress_bar(TextColumn("[bold]prefix attack"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      enabled=progress) as bar:
         task = bar.add_task("", total=len(items))
         for it in items:  # one request at a time: each item has its own answer length
             max_new = len(backend.encode(it.answer)) + SLACK_TOKENS

@@ -35,13 +35,15 @@ def trace_job(index_dirs: Sequence[str]) -> TraceJob:
 
 def trace_items(job: TraceJob, items: Sequence[BenchItem], progress: bool = True) -> tuple[str, list[TracedItem]]:
     """(trace_id, the traced items). The trace id is the tracer's: the index content and the parameters."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from ingest.progress import progress_bar
 
     trace_id = job.trace_id
     tracer = open_tracer(job, trace_id)
     out: list[TracedItem] = []
-    with Progress(TextColumn("[bold]trace items"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=True) as bar:
+    with progress_bar(TextColumn("[bold]trace items"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      enabled=progress) as bar:
         task = bar.add_task("", total=len(items))
         for it in items:
             lengths, spans = {}, []

@@ -83,13 +83,9 @@ def gather(lake: Lake, req: LabelRequest, corpus) -> list[Candidate]:
 
 def label_benchmark(lake: Lake, req: LabelRequest, progress: bool = True) -> LabelSummary:
     """Label every candidate of `req` against the corpus's index and write them, one partition per source."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from ingest.progress import progress_bar
 
     from ingest.corpora import open_corpus
 
@@ -104,8 +100,8 @@ def label_benchmark(lake: Lake, req: LabelRequest, progress: bool = True) -> Lab
         now = datetime.now(timezone.utc)
         by_source: dict[str, list[dict]] = {}
         summary = LabelSummary(req.corpus)
-        with Progress(TextColumn("[bold]label"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      disable=not progress, transient=True) as bar:
+        with progress_bar(TextColumn("[bold]label"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          enabled=progress) as bar:
             task = bar.add_task("", total=len(cands))
             for c, toks in zip(cands, ids):
                 m = membership(corpus.engine, [int(t) for t in toks], req.window)

@@ -580,12 +580,13 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
     computed, skipped = [], []
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from ingest.progress import progress_bar
 
     points = spec.points()
-    bar = Progress(TextColumn("[bold]mixture sweep"), TextColumn("{task.description}"), BarColumn(),
-                   MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=not progress,
-                   transient=True)
+    bar = progress_bar(TextColumn("[bold]mixture sweep"), TextColumn("{task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), enabled=progress)
     with bar:
         task = bar.add_task("", total=len(points))
         for p in points:

@@ -242,10 +242,12 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
                         lake.delete(t, p)
         n_spans, spans_done = _count_spans(con, min_span)
 
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      disable=not progress, transient=True) as bar:
+        from ingest.progress import progress_bar
+
+        with progress_bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), enabled=progress) as bar:
             with_licence = _read_documents(lake, docs, bar, bar.add_task("documents", total=len(docs))) if docs else 0
             counts = {}
             if n_spans:

@@ -118,11 +118,13 @@ def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]]
     for part in other_reference_partitions(lake, job, source, prefix):
         lake.delete("text_scores", part)
     todo = [(n, c) for n, c in zip(names, chunks) if not lake.is_done("text_scores", n)]
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from ingest.progress import progress_bar
 
     t0 = time.perf_counter()
-    with Progress(TextColumn("[bold]score"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=True) as bar:
+    with progress_bar(TextColumn("[bold]score"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      enabled=progress) as bar:
         task = bar.add_task("", total=len(items), completed=len(items) - sum(len(c) for _, c in todo))
         ex = executor or get_executor("local", workers=workers)
         for (name, chunk), rows in zip(todo, ex.map(WorkerSpec(ScoreWorker, (job,)), [c for _, c in todo])):
