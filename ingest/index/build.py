@@ -191,13 +191,14 @@ def _encoded(docs: Iterable[Document], tok: Tokenizer) -> Iterator[tuple[list[Do
 
 
 def _progress(enabled: bool):  # -> rich.progress.Progress
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    return Progress(
+    from ingest.progress import progress_bar
+
+    return progress_bar(
         TextColumn("[bold]tokenizing[/]"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[docs]:,} docs"),
         TextColumn("{task.fields[tokens]:,} tokens"), TimeElapsedColumn(), TimeRemainingColumn(),
-        disable=not enabled, transient=False,
+        enabled=enabled, transient=False,
     )
 
 

@@ -135,16 +135,11 @@ def make_model(size: SandboxSize, vocab_size: int):
 
 def _progress(enabled: bool):
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    return Progress(
+    from ingest.progress import progress_bar
+
+    return progress_bar(
         TextColumn("[bold]train[/bold]"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -153,7 +148,8 @@ def _progress(enabled: bool):
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=Console(stderr=True),
-        disable=not enabled,
+        enabled=enabled,
+        transient=False,
     )
 
 
