@@ -458,11 +458,11 @@ def _scaling_child(src: str, idx: str, inputs: str) -> None:
     # module attributes called from Python (a kernel calling another inside compiled code is timed once, by
     # its caller); names a tree lacks are skipped
     for mod_name, names in (("ingest.index.sa_search", ("longest_matches", "find_range", "occurs", "longest_prefix",
-                                                        "find_many")),
+                                                        "find_many", "plan_rows")),
                             ("ingest.index.doc_windows", ("windows",)),
                             ("ingest.trace.nvkernel", ("nv_counts",)),
                             ("ingest.trace.tierkernel", ("normalize_ascii",)),
-                            ("ingest.trace.windowkernel", ("scan_windows",))):
+                            ("ingest.trace.windowkernel", ("scan_windows", "decode_pieces"))):
         try:
             mod = importlib.import_module(mod_name)
         except ImportError:
@@ -489,6 +489,9 @@ def _scaling_child(src: str, idx: str, inputs: str) -> None:
                     "cpu_s_in_tokenizer": round(tok_t.cpu, 3), "share_with_tokenizer": round(both / c, 3),
                     "amdahl_2_threads_with_tokenizer": round(1 / ((1 - both / c) + both / c / 2), 2)}
     res["memory"] = _smaps()
+    import resource
+
+    res["peak_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     res["load_before"] = [round(x, 2) for x in load0]
     res["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(res))
@@ -533,6 +536,7 @@ def scaling(a) -> None:
             "cpu_s_per_pass_1_thread": [x["cpu_s"] for x in t1],
             "digests": sorted({d for r in rs for d in r["digests"].values()}),
             "memory_kb": rs[-1]["memory"],
+            "peak_rss_kb": [r.get("peak_rss_kb") for r in rs],
         }
     summary["same_outputs"] = summary["old"]["digests"] == summary["new"]["digests"] and \
         len(summary["new"]["digests"]) == 1

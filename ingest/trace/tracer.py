@@ -345,6 +345,27 @@ class Tracer:
             return self.engine.occurs_bytes(g.qb[b * g.w:e * g.w])
         return self.engine.count(g.ids[b:e]) > 0
 
+    def _decode_spans(self, g: _Gen, pieces: list[tuple[int, int]]) -> None:
+        """The texts of many spans into g.span_text in one compiled call (`windowkernel.decode_pieces`: the
+        byte-table join `_fast_decoder` does, GIL released); a piece that is not valid UTF-8 is left to
+        `_text`, which decodes it with the tokenizer, as `_fast_decoder` does."""
+        if self._table is None or g.plan is None:
+            return
+        from ingest.trace import windowkernel as wk
+
+        todo = [be for be in pieces if be not in g.span_text]
+        if not todo:
+            return
+        ok = np.zeros(len(todo), dtype=np.int64)
+        tbytes, toff, _ = self._table
+        text, off = wk.decode_pieces(g.plan.q, g.w, np.array([b for b, _ in todo], dtype=np.int64),
+                                     np.array([e for _, e in todo], dtype=np.int64), tbytes, toff, ok)
+        raw = text.tobytes()
+        off_l = off.tolist()
+        for i, good in enumerate(ok.tolist()):
+            if good:
+                g.span_text[todo[i]] = raw[off_l[i]:off_l[i + 1]].decode("utf-8")
+
     def _text(self, g: _Gen, b: int, e: int) -> str:
         t = g.span_text.get((b, e))
         if t is None:
@@ -388,9 +409,8 @@ class Tracer:
     # -- span filters ---------------------------------------------------------------------------
     def _filter(self, ids: list[int], spans: list[tuple[int, int]], g: _Gen | None = None) -> list[tuple[int, int]]:
         p = self.p
-        text_of = (lambda b, e: self._text(g, b, e)) if g is not None else (lambda b, e: self.tok.decode(ids[b:e]))
-        out = []
         L = len(ids)
+        long = []
         for b, e in spans:
             if p.mode == "text":
                 while b < e and b > 0 and self._joins_word(ids[b - 1], ids[b]):
@@ -402,11 +422,13 @@ class Tracer:
                     if piece.rstrip().endswith(_SENTENCE_END) and i + 1 < e:
                         e = i + 1
                         break
-            if e - b < p.min_span_len:
-                continue
-            if not text_of(b, e).strip():
-                continue
-            out.append((b, e))
+            if e - b >= p.min_span_len:
+                long.append((b, e))
+        if g is None:
+            out = [(b, e) for b, e in long if self.tok.decode(ids[b:e]).strip()]
+        else:
+            self._decode_spans(g, long)
+            out = [(b, e) for b, e in long if self._text(g, b, e).strip()]
         # keep maximal spans only (trimming in text mode can nest spans)
         out = sorted(set(out), key=lambda s: (s[0], -s[1]))
         maximal, max_end = [], -1
