@@ -273,10 +273,130 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
     return text, off
 
 
-PYTHON_KERNELS = {"scan_windows": scan_windows}
+def decode_pieces(q: Any, w: int, qb: Any, qe: Any, tbytes: Any, toff: Any, ok: Any) -> tuple[Any, Any]:
+    """The text bytes of tokens qb[i]:qe[i] of q (tokens of width w, little-endian) through the byte table,
+    concatenated, with offsets (n + 1); ok[i] = 1 when they are valid UTF-8 (else the piece's text is empty
+    and the caller decodes it with the tokenizer): the span texts of a generation in one call."""
+    n = qb.shape[0]
+    ntab = toff.shape[0] - 1
+    size = 0
+    for i in range(n):
+        for p in range(qb[i] * w, qe[i] * w, w):
+            t = 0
+            for k in range(w - 1, -1, -1):
+                t = (t << 8) | int(q[p + k])
+            if t < ntab:
+                size += toff[t + 1] - toff[t]
+    text = np.empty(size, dtype=np.uint8)
+    off = np.zeros(n + 1, dtype=np.int64)
+    at = 0
+    for i in range(n):
+        start = at
+        good = True
+        high = 0
+        for p in range(qb[i] * w, qe[i] * w, w):
+            t = 0
+            for k in range(w - 1, -1, -1):
+                t = (t << 8) | int(q[p + k])
+            if t >= ntab:
+                good = False
+                break
+            for j in range(toff[t], toff[t + 1]):
+                c = tbytes[j]
+                text[at] = c
+                high |= c
+                at += 1
+        if not good or not (high < 0x80 or _utf8_ok(text, start, at)):
+            at = start
+            good = False
+        ok[i] = 1 if good else 0
+        off[i + 1] = at
+    return text, off
+
+
+def pick_requests(lo: Any, hi: Any, cnts: Any, k: int, samples: Any, soff: Any, even: Any) -> tuple[Any, Any, Any]:
+    """`Tracer._pick_ranks` of every job at once: job j's occurrences are the rank ranges lo/hi[j, s] of
+    each shard s in order (cnts[j] in all); it keeps all of them when cnts[j] <= k, else
+    samples[soff[j]:soff[j + 1]] (sorted, drawn by the caller's RNG) or, with even[j], k evenly spaced
+    ones (i * cnt // k). Returns (shard, rank, job) of every kept occurrence, jobs in order."""
+    nj = cnts.shape[0]
+    total = 0
+    for j in range(nj):
+        total += cnts[j] if cnts[j] <= k else k
+    shard = np.empty(total, dtype=np.int64)
+    rank = np.empty(total, dtype=np.int64)
+    job = np.empty(total, dtype=np.int64)
+    at = 0
+    for j in range(nj):
+        cnt = cnts[j]
+        m = cnt if cnt <= k else k
+        si = 0
+        base = 0
+        for x in range(m):
+            if cnt <= k:
+                i = x
+            elif even[j]:
+                i = x * cnt // k
+            else:
+                i = samples[soff[j] + x]
+            while i >= base + hi[j, si] - lo[j, si]:  # the shard holding occurrence i
+                base += hi[j, si] - lo[j, si]
+                si += 1
+            shard[at] = si
+            rank[at] = lo[j, si] + i - base
+            job[at] = j
+            at += 1
+    return shard, rank, job
+
+
+def dedup_requests(job: Any, shard: Any, doc: Any, wstart: Any, wlen: Any, anchor: Any) -> tuple[Any, Any, Any, Any]:
+    """Of the requests (job, shard, document, window start and length in tokens; a job's requests are
+    contiguous), the ones `Tracer` keeps: the first of each document within a job. Returns (kept flags,
+    window number of each request: equal windows share it, first request of each window, what each window
+    needs: 1 nv-recall, 2 nv-recall unless partial, when only anchors (anchor[job]) ask for it)."""
+    n = job.shape[0]
+    kept = np.zeros(n, dtype=np.bool_)
+    win = np.full(n, -1, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    want = np.empty(n, dtype=np.int64)
+    nw = 0
+    a = 0
+    while a < n:
+        b = a
+        while b < n and job[b] == job[a]:
+            b += 1
+        for i in range(a, b):
+            dup = False
+            for h in range(a, i):
+                if shard[h] == shard[i] and doc[h] == doc[i]:
+                    dup = True
+                    break
+            if dup:
+                continue
+            kept[i] = True
+            w = -1
+            for t in range(nw):
+                f = first[t]
+                if shard[f] == shard[i] and doc[f] == doc[i] and wstart[f] == wstart[i] and wlen[f] == wlen[i]:
+                    w = t
+                    break
+            if w < 0:
+                w = nw
+                first[w] = i
+                want[w] = 2
+                nw += 1
+            win[i] = w
+            if not anchor[job[i]]:
+                want[w] = 1
+        a = b
+    return kept, win, first[:nw].copy(), want[:nw].copy()
+
+
+PYTHON_KERNELS = {"scan_windows": scan_windows, "decode_pieces": decode_pieces, "pick_requests": pick_requests,
+                  "dedup_requests": dedup_requests}
 
 kernelgate.compile_all(globals(), ("_utf8_ok", "_contains", "_squeezed_contains", "_plain_class", "_retypeset",
-                                   "scan_windows"))
+                                   "scan_windows", "decode_pieces", "pick_requests", "dedup_requests"))
 
 
 _PLAIN_E9 = np.zeros(0x100, dtype=np.uint8)
@@ -294,8 +414,12 @@ def _self_check() -> bool:
     text, off = scan_windows(win, np.array([0, 5]), np.array([5, 6]), 1, tb, toff, g.copy(), g.copy(),
                              np.frombuffer(b"ab", dtype=np.uint8), g, np.array([1, 1, 1, 1, 1, 1], dtype=np.int64),
                              np.array([1, 1]), res, _PLAIN_E9)
-    return (text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and res[0, :3].tolist() == [1, 2, RAW]
-            and res[1, 0] == 0)
+    if not (text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and res[0, :3].tolist() == [1, 2, RAW]
+            and res[1, 0] == 0):
+        return False
+    ok = np.zeros(2, dtype=np.int64)
+    text, off = decode_pieces(win, 1, np.array([0, 5]), np.array([5, 6]), tb, toff, ok)
+    return text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and ok.tolist() == [1, 0] and off[2] == off[1]
 
 
 def available() -> bool:
