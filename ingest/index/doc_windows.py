@@ -29,7 +29,7 @@ njit, _LOAD_ERROR = kernelgate.load_numba()
 _checked = False
 
 # status codes (0: every request fine)
-RANK_OUT_OF_RANGE, PTR_OUTSIDE, AT_SEPARATOR, BAD_OFFSETS, NEEDLE_MISMATCH = 1, 2, 3, 4, 5
+RANK_OUT_OF_RANGE, PTR_OUTSIDE, AT_SEPARATOR, BAD_OFFSETS, NEEDLE_MISMATCH, BAD_SHARD = 1, 2, 3, 4, 5, 6
 
 
 def _read(buf: Any, at: int, n: int) -> int:
@@ -51,6 +51,8 @@ def windows(toks: Any, tables: Any, offs: Any, pss: Any, tok_cnts: Any, n_docs: 
     total = 0
     for i in range(n):
         s = shards[i]
+        if s < 0 or s >= pss.shape[0]:
+            return BAD_SHARD, i, np.empty(0, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
         rank = ranks[i]
         tk = toks[s]
         tc = tok_cnts[s]

@@ -829,17 +829,15 @@ class IndexEngine:
         if self._kernels() is None or not dw.available() or max_ctx_len < 0:
             return None
         n = len(ranks)
-        sh = np.array(shards, dtype=np.int64)
+        sh = np.asarray(shards, dtype=np.int64)  # a shard out of range: status BAD_SHARD from the kernel
         if n:
-            if min(shards) < 0 or max(shards) >= self.num_shards:
-                return None
             self._tick()
         km = self._kernel_maps()
         out = np.zeros((n, 6), dtype=np.int64)
         status, _, buf, boff = dw.windows(
             km.tk, km.tb, km.ou, km.pss, km.tok_cnts, km.n_docs, self.width, self.separator_id, sh,
-            np.array(ranks, dtype=np.int64), plan.q, np.array(starts, dtype=np.int64),
-            np.array(ends, dtype=np.int64), int(max_ctx_len), True, out)
+            np.asarray(ranks, dtype=np.int64), plan.q, np.asarray(starts, dtype=np.int64),
+            np.asarray(ends, dtype=np.int64), int(max_ctx_len), True, out)
         if status:
             return None
         w = self.width

@@ -534,76 +534,62 @@ class Tracer:
         if not jobs:
             return []
         cnts, lo, hi = eng.find_many_bytes(g.plan, [s.start for s, _, _ in jobs], [s.end for s, _, _ in jobs])
-        lo, hi = lo.tolist(), hi.tolist()
-        shards: list[int] = []
-        ranks: list[int] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        per_job: list[tuple[int, int]] = []  # request range of each job
-        for j, (s, r, _) in enumerate(jobs):
-            s.count = cnts[j]
-            a = len(ranks)
-            if cnts[j]:
-                for sh, rk in self._pick_ranks(list(zip(lo[j], hi[j])), cnts[j], p.max_docs, r):
-                    shards.append(sh)
-                    ranks.append(rk)
-                    starts.append(s.start)
-                    ends.append(s.end)
-            per_job.append((a, len(ranks)))
-        ctx = (p.window_factor - 1) * L // 2
-        wb = eng.windows_bytes(g.plan, shards, ranks, starts, ends, ctx)
+        k = p.max_docs
+        samples: list[int] = []
+        soff = [0]
+        for (s, r, _), c in zip(jobs, cnts):
+            s.count = c
+            if c > k and r is not None:  # drawn in job order, as `_pick_ranks` draws them
+                samples += sorted(r.sample(range(c), k))
+            soff.append(len(samples))
+        shards, ranks, job = wk.pick_requests(lo, hi, np.array(cnts, dtype=np.int64), k,
+                                              np.array(samples, dtype=np.int64), np.array(soff, dtype=np.int64),
+                                              np.array([r is None for _, r, _ in jobs], dtype=np.bool_))
+        qs = np.array([s.start for s, _, _ in jobs], dtype=np.int64)
+        qe = np.array([s.end for s, _, _ in jobs], dtype=np.int64)
+        wb = eng.windows_bytes(g.plan, shards, ranks, qs[job], qe[job], (p.window_factor - 1) * L // 2)
         if wb is None:
             return None
         w = g.w
-        sh_l, doc_l, ws_l, boff = wb.shard.tolist(), wb.doc_ix.tolist(), wb.window_start.tolist(), wb.boff.tolist()
-        local_l = wb.local.tolist()
-        keys = [(sh_l[i], doc_l[i], ws_l[i], (boff[i + 1] - boff[i]) // w) for i in range(len(ranks))]
-        # requests kept per job (the first rank of each document), and what each new window needs
-        kept: list[list[int]] = []
-        todo: dict[tuple[int, int, int, int], int] = {}  # new window -> request index
-        want: dict[tuple[int, int, int, int], int] = {}
-        for j, (a, b) in enumerate(per_job):
-            seen, mine = set(), []
-            only = jobs[j][2]
-            for i in range(a, b):
-                if (sh_l[i], doc_l[i]) in seen:
-                    continue
-                seen.add((sh_l[i], doc_l[i]))
-                mine.append(i)
-                k = keys[i]
-                if k not in g.windows:
-                    todo.setdefault(k, i)
-                    want[k] = 1 if not only else min(want.get(k, 2), 2)
-            kept.append(mine)
-        if todo:
-            idx = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
-            res = np.zeros((len(todo), 7), dtype=np.int64)
+        kept, win, first, want = wk.dedup_requests(job, wb.shard, wb.doc_ix, wb.window_start,
+                                                   (wb.boff[1:] - wb.boff[:-1]) // w,
+                                                   np.array([only for _, _, only in jobs], dtype=np.bool_))
+        sh_l, doc_l, local_l, job_l = wb.shard.tolist(), wb.doc_ix.tolist(), wb.local.tolist(), job.tolist()
+        kept_l, win_l = kept.tolist(), win.tolist()
+        wins: list[list[Any]] = []  # [text, tier, nv] of each distinct window
+        if first.size:
+            res = np.zeros((first.size, 7), dtype=np.int64)
             nvg = g.nv(p.nv_variant) if g.words else None
             tbytes, toff, plain = self._table
             text, off = wk.scan_windows(
-                wb.buf, wb.boff[idx], wb.boff[idx + 1], w, tbytes, toff, g.gen_bytes, g.norm_bytes, g.squeezed_bytes,
-                nvg.buf if nvg is not None else _EMPTY, nvg.param_array if nvg is not None else _PARAMS0,
-                np.fromiter((want[k] for k in todo), dtype=np.int64, count=len(todo)), res, plain)
-            res_l, off_l = res.tolist(), off.tolist()
-            for t, (k, i) in enumerate(todo.items()):
+                wb.buf, wb.boff[first], wb.boff[first + 1], w, tbytes, toff, g.gen_bytes, g.norm_bytes,
+                g.squeezed_bytes, nvg.buf if nvg is not None else _EMPTY,
+                nvg.param_array if nvg is not None else _PARAMS0, want, res, plain)
+            res_l, off_l, boff = res.tolist(), off.tolist(), wb.boff
+            raw_all = text.tobytes()
+            for t, i in enumerate(first.tolist()):
                 valid, _, tier, nv_done, matched, ng, nd = res_l[t]
                 if valid:
-                    raw = text[off_l[t]:off_l[t + 1]].tobytes()
+                    raw = raw_all[off_l[t]:off_l[t + 1]]
                     window = raw.decode("utf-8")
                     if not tier:  # a non-ASCII window: the normalized tier from its bytes when NFKC-normal
                         tier = _TIER_CODES[self._tier(g, window, raw)]
                 else:
                     window = self._decode(np.frombuffer(wb.buf[boff[i]:boff[i + 1]].tobytes(),
                                                         dtype=f"<u{w}").tolist())
-                g.windows[k] = [window, _TIERS[tier] if valid else None,
-                                NvResult(matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None]
+                wins.append([window, _TIERS[tier] if valid else None,
+                             NvResult(matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None])
+        kept_by_job: list[list[int]] = [[] for _ in jobs]
+        for i, j in enumerate(job_l):
+            if kept_l[i]:
+                kept_by_job[j].append(i)
         out = []
         for j, (s, _, only) in enumerate(jobs):
             span_id = sid(s)
             dkey = _Keys(span_id).ints
             rows = []
-            for i in kept[j]:
-                cached = g.windows[keys[i]]
+            for i in kept_by_job[j]:
+                cached = wins[win_l[i]]
                 window = cached[0]
                 if cached[1] is None:
                     cached[1] = self._tier(g, window)

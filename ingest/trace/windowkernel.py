@@ -419,7 +419,21 @@ def _self_check() -> bool:
         return False
     ok = np.zeros(2, dtype=np.int64)
     text, off = decode_pieces(win, 1, np.array([0, 5]), np.array([5, 6]), tb, toff, ok)
-    return text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and ok.tolist() == [1, 0] and off[2] == off[1]
+    if not (text[off[0]:off[1]].tobytes() == "a b\u00e9".encode() and ok.tolist() == [1, 0] and off[2] == off[1]):
+        return False
+    # 3 jobs over 2 shards, k = 3: evenly spaced of 5 (occurrences 0, 1, 3), all of 2, sampled 1, 2, 4 of 5
+    lo = np.array([[10, 0], [4, 7], [10, 0]], dtype=np.int64)
+    hi = np.array([[12, 3], [5, 8], [12, 3]], dtype=np.int64)
+    sh, rk, job = pick_requests(lo, hi, np.array([5, 2, 5]), 3, np.array([1, 2, 4]), np.array([0, 0, 0, 3]),
+                                np.array([True, True, False]))
+    if list(zip(sh.tolist(), rk.tolist(), job.tolist())) != [(0, 10, 0), (0, 11, 0), (1, 1, 0), (0, 4, 1), (1, 7, 1),
+                                                             (0, 11, 2), (1, 0, 2), (1, 2, 2)]:
+        return False
+    kept, win, first, want = dedup_requests(np.array([0, 0, 0, 1, 1]), np.array([0, 0, 1, 0, 1]),
+                                            np.array([5, 5, 6, 5, 6]), np.zeros(5, dtype=np.int64),
+                                            np.array([3, 3, 3, 3, 4]), np.array([False, True]))
+    return (kept.tolist() == [True, False, True, True, True] and win.tolist() == [0, -1, 1, 0, 2]
+            and first.tolist() == [0, 2, 4] and want.tolist() == [1, 1, 2])
 
 
 def available() -> bool:
