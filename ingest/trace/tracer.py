@@ -40,6 +40,7 @@ from ingest.trace.normalize import normalize_document, normalize_words, plain_ch
 from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, PreparedGeneration, nv_recall_window
 from ingest.trace.params import TraceParams
 from ingest.trace import tierkernel
+from ingest.trace import windowkernel as wk
 from ingest.trace.tierkernel import normalized_holds
 
 _SENTENCE_END = (".", "!", "?")
@@ -288,6 +289,13 @@ class _Keys:
     def __init__(self, *prefix: object):
         self._head = "\x1f".join(_key_part(p) for p in prefix) + "\x1f"
 
+    @classmethod
+    def of_span(cls, span_id: str) -> _Keys:
+        """`_Keys(span_id)` for a str span id, without the general encoding."""
+        k = cls.__new__(cls)
+        k._head = f"str:{span_id}\x1f"
+        return k
+
     def ints(self, a: int, b: int) -> str:
         """`make_key(*prefix, a, b)` for two Python ints."""
         return hashlib.blake2b(f"{self._head}int:{a}\x1fint:{b}".encode("utf-8"), digest_size=16).hexdigest()
@@ -309,9 +317,7 @@ class Tracer:
         # the compiled window path: the byte table as one array + offsets (None: windows go through Python)
         self._table = None
         if table is not None and hasattr(engine, "windows_bytes"):
-            from ingest.trace import windowkernel
-
-            if windowkernel.available():
+            if wk.available():
                 self._table = (np.frombuffer(b"".join(table), dtype=np.uint8),
                                np.concatenate([[0], np.cumsum([len(t) for t in table])]).astype(np.int64),
                                np.frombuffer(plain_chars(), dtype=np.uint8))
@@ -351,8 +357,6 @@ class Tracer:
         `_text`, which decodes it with the tokenizer, as `_fast_decoder` does."""
         if self._table is None or g.plan is None:
             return
-        from ingest.trace import windowkernel as wk
-
         todo = [be for be in pieces if be not in g.span_text]
         if not todo:
             return
@@ -527,8 +531,6 @@ class Tracer:
         return [self._documents(s, g, sid(s), r, only) for s, r, only in jobs]
 
     def _documents_compiled(self, jobs, g: _Gen, sid) -> list[list[dict[str, Any]]] | None:
-        from ingest.trace import windowkernel as wk
-
         p, eng = self.p, self.engine
         L = len(g.ids)
         if not jobs:
@@ -566,7 +568,7 @@ class Tracer:
                 g.squeezed_bytes, nvg.buf if nvg is not None else _EMPTY,
                 nvg.param_array if nvg is not None else _PARAMS0, want, res, plain)
             res_l, off_l, boff = res.tolist(), off.tolist(), wb.boff
-            raw_all = text.tobytes()
+            raw_all = text[:off_l[-1]].tobytes()  # the kernel reserves more than it fills
             for t, i in enumerate(first.tolist()):
                 valid, _, tier, nv_done, matched, ng, nd = res_l[t]
                 if valid:
@@ -586,7 +588,7 @@ class Tracer:
         out = []
         for j, (s, _, only) in enumerate(jobs):
             span_id = sid(s)
-            dkey = _Keys(span_id).ints
+            dkey = _Keys.of_span(span_id).ints
             rows = []
             for i in kept_by_job[j]:
                 cached = wins[win_l[i]]
