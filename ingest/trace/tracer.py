@@ -2,18 +2,21 @@
 
 The steps follow docs/propme-method.md, section 2. One `Tracer` holds an open index and the index tokenizer; it
 can be called from several threads. With an `IndexEngine`, numba and a tokenizer that decodes by joining token
-bytes (ByteLevel BPE, bytes), the work of a trace runs in a few compiled, GIL-free calls: the longest match at
-every start (`IndexEngine.longest_matches_bytes`), the searches of every span to document and count
-(`find_many_bytes`), every document window (`windows_bytes`, ingest/index/doc_windows.py) and the decoding,
-match tier and nv-recall of every distinct window (`ingest.trace.windowkernel.scan_windows`); the tokenizer's
-encode releases the GIL too. Python keeps the glue and builds the output rows (keys, dicts, metadata JSON,
-cached per document), plus what the kernels leave to it exactly: windows that are not valid UTF-8 (decoded
-by the tokenizer), and the normalized tier and nv-recall words of non-ASCII windows (`normalized_holds` still
-compiles the tier when NFKC leaves the window unchanged). That is ~35-40% of a trace's CPU, so 2 threads are
-bounded near 1.5x by Amdahl and worker processes still scale further than threads (BENCHMARKS.md, "Threads
-and the GIL"). Any other engine or tokenizer, or numba missing, takes the Python path step by step (same
-rows: tests/python/test_trace_fast.py). Output rows use the lake's column names so the batch runner can
-write them as they are.
+bytes (ByteLevel BPE, bytes), the work of a trace runs in a few compiled, GIL-free calls: the first-token
+ranges of every start (`plan_bytes`), the longest match at every start (`IndexEngine.longest_matches_bytes`),
+the texts of the maximal spans (`windowkernel.decode_pieces`), the searches of every span to document and
+count (`find_many_bytes`), the picking of each span's occurrences (`windowkernel.pick_requests`; only the
+RNG's draws stay in Python), every document window (`windows_bytes`, ingest/index/doc_windows.py), keeping
+one window per document and per distinct window (`dedup_requests`), and the decoding, match tier and
+nv-recall of every distinct window (`windowkernel.scan_windows`, ASCII windows and non-ASCII ones made of
+`normalize.plain_chars` alike); the generation's normalization (ASCII) and the tokenizer's encode release
+the GIL too. Python keeps the glue and builds the output rows (keys, dicts, metadata JSON cached per
+document, each window's text as a str), plus what the kernels leave to it exactly: windows that are not
+valid UTF-8 (decoded by the tokenizer) and the tier and nv-recall words of windows with other non-ASCII
+characters. That is ~25% of a trace's CPU, so 2 threads are bounded near 1.6x by Amdahl and worker
+processes still scale further than threads (BENCHMARKS.md, "Threads and the GIL"). Any other engine or
+tokenizer, or numba missing, takes the Python path step by step (same rows: tests/python/test_trace_fast.py).
+Output rows use the lake's column names so the batch runner can write them as they are.
 
 Speed without changing any output (benchmarks/trace_bench.py, BENCHMARKS.md): the generation's ids are
 converted to index bytes once; counts of spans reuse the insertion ranks found in step 2 as search hints;
@@ -57,7 +60,7 @@ class TraceOutput:
     generation: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Span:
     start: int
     end: int
@@ -580,7 +583,7 @@ class Tracer:
                     window = self._decode(np.frombuffer(wb.buf[boff[i]:boff[i + 1]].tobytes(),
                                                         dtype=f"<u{w}").tolist())
                 wins.append([window, _TIERS[tier] if valid else None,
-                             NvResult(matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None])
+                             (matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None])
         kept_by_job: list[list[int]] = [[] for _ in jobs]
         for i, j in enumerate(job_l):
             if kept_l[i]:
@@ -598,16 +601,16 @@ class Tracer:
                 tier = cached[1]
                 if only and tier == "partial":
                     continue
-                if cached[2] is None:
-                    cached[2] = nv_recall_window(g.nv(p.nv_variant), window)
-                nv: NvResult = cached[2]
+                if cached[2] is None:  # (recall, matched, generation words, document words): NvResult's fields
+                    r = nv_recall_window(g.nv(p.nv_variant), window)
+                    cached[2] = (r.recall, r.matched_words, r.generation_words, r.document_words)
+                recall, matched, ng, nd = cached[2]
                 doc_id, source, domain, meta_json = self._doc_fields(sh_l[i], local_l[i])
                 rows.append({
                     "span_document_id": dkey(sh_l[i], doc_l[i]), "span_id": span_id, "shard": sh_l[i],
                     "doc_ix": doc_l[i], "doc_id": doc_id, "source": source, "domain": domain, "metadata": meta_json,
-                    "window_text": window, "match_tier": tier, "nv_recall": nv.recall,
-                    "nv_matched_words": nv.matched_words, "nv_generation_words": nv.generation_words,
-                    "nv_document_words": nv.document_words,
+                    "window_text": window, "match_tier": tier, "nv_recall": recall, "nv_matched_words": matched,
+                    "nv_generation_words": ng, "nv_document_words": nd,
                 })
             out.append(rows)
         return out
