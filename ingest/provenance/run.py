@@ -124,18 +124,56 @@ def _index_dirs(index_dir: str | None, home: Path) -> list[str]:
     return [str(from_stored(home, d)) for d in dirs]
 
 
-def check_indexes(todo: Sequence[tuple], home: Path) -> None:
-    """One line naming a traced index that can no longer be opened, before anything is written."""
+def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tuple[str, str]]] | None = None
+                  ) -> dict[str, list[str]]:
+    """Each traced index folder list (`trace_runs.index_dir`) as the absolute folders to read, before anything
+    is written: one line naming an index that can no longer be opened, or that is not the one traced.
+
+    `passes` maps an `index_dir` to its passes' (trace_id, params): a pass's id is its indexes' content
+    (`TraceJob.trace_id`), so the folders read are those whose manifests give that id. A folder recorded
+    absolute before paths were relative (another warehouse's, before this one was moved or copied) is looked
+    for at the same place in this warehouse first (`corpora._moved_into`); the recorded folder is read only if it
+    still holds the traced index (it may hold another by now: the original warehouse rebuilt)."""
+    from ingest.corpora import _moved_into
     from ingest.index.manifest import IndexManifest
 
+    found: dict[str, list[str]] = {}
     for index_dir in sorted({t[2] for t in todo if t[2]}):
-        for d in _index_dirs(index_dir, home):
-            if not IndexManifest.path_in(d).exists():
-                raise UserError(f"the index {d} that generations were traced against is gone or has no manifest; "
-                                "provenance reads each reproduced document's whole text from it: restore or "
-                                "re-attach it (`lmaudit index attach`) where it was, or, in a moved warehouse, run "
-                                "the same `lmaudit trace` again (nothing is traced twice: it records where the "
-                                "index is now), then run again")
+        dirs = _index_dirs(index_dir, home)
+        moved = [_moved_into(home, d) for d in dirs]
+        ids = (passes or {}).get(index_dir)
+        for candidate in ([moved] if moved != dirs else []) + [dirs]:
+            if all(IndexManifest.path_in(d).is_file() for d in candidate) and (
+                    ids is None or _traced(candidate, ids)):
+                found[index_dir] = candidate
+                break
+        else:
+            for d in dirs:
+                if not IndexManifest.path_in(d).exists():
+                    raise UserError(
+                        f"the index {d} that generations were traced against is gone or has no manifest; "
+                        "provenance reads each reproduced document's whole text from it: restore or "
+                        "re-attach it (`lmaudit index attach`) where it was, or, in a moved warehouse, run "
+                        "the same `lmaudit trace` again (nothing is traced twice: it records where the "
+                        "index is now), then run again")
+            raise UserError(f"the index in {', '.join(dirs)} is not the one generations were traced against (it "
+                            "was rebuilt, or this warehouse was copied and that folder now holds another): "
+                            "provenance would read other documents; restore the traced index there, then run again")
+    return found
+
+
+def _traced(dirs: list[str], ids: list[tuple[str, str]]) -> bool:
+    """Whether the manifests in `dirs` are those of a pass in `ids` [(trace_id, params)]: its id is computed
+    from them as `TraceJob.trace_id` (or `legacy_trace_id`, the raw bytes) computes it."""
+    import hashlib
+
+    from ingest.index.manifest import IndexManifest
+    from ingest.trace.run import manifest_identity
+
+    raw = [IndexManifest.path_in(d).read_bytes() for d in dirs]
+    identity = "\n".join(json.dumps(manifest_identity(json.loads(b)), sort_keys=True) for b in raw)
+    digests = (hashlib.sha256(identity.encode()).hexdigest(), hashlib.sha256(b"".join(raw)).hexdigest())
+    return any(trace_id in {make_key(h, params) for h in digests} for trace_id, params in ids)
 
 
 def document_row(corpus_key: str, corpus_id: str | None, index_dir: str | None, record, text: str,
@@ -162,7 +200,7 @@ def document_row(corpus_key: str, corpus_id: str | None, index_dir: str | None, 
     }
 
 
-def _read_documents(lake: Lake, todo: Sequence[tuple], bar, task) -> int:
+def _read_documents(lake: Lake, todo: Sequence[tuple], folders: dict[str, list[str]], bar, task) -> int:
     from ingest.index.engine import IndexEngine
     from ingest.index.tokenizer import load_tokenizer
     from ingest.provenance.licences import versions
@@ -173,7 +211,7 @@ def _read_documents(lake: Lake, todo: Sequence[tuple], bar, task) -> int:
     for key, corpus_id, index_dir, doc_ix, shard in todo:
         groups.setdefault((key, corpus_id, index_dir), []).append((doc_ix, shard))
     for (key, corpus_id, index_dir), docs in groups.items():
-        dirs = _index_dirs(index_dir, lake.home)
+        dirs = folders[index_dir] if index_dir in folders else _index_dirs(index_dir, lake.home)
         engine = IndexEngine(dirs)
         try:
             tok = load_tokenizer(engine.manifest.tokenizer_spec(dirs[0]))
@@ -234,7 +272,10 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
     con = _connect(lake)
     try:
         docs, docs_done = _todo_documents(con, min_span, everything=rescan)
-        check_indexes(docs, lake.home)  # before anything is written or removed
+        passes: dict[str, list[tuple[str, str]]] = {}
+        for index_dir, trace_id, params in con.execute("select index_dir, trace_id, params from trace_runs").fetchall():
+            passes.setdefault(index_dir, []).append((trace_id, params))
+        folders = check_indexes(docs, lake.home, passes)  # before anything is written or removed
         if rescan:
             with lake.transaction():
                 for t in TABLES:
@@ -248,7 +289,7 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
 
         with progress_bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), enabled=progress) as bar:
-            with_licence = _read_documents(lake, docs, bar, bar.add_task("documents", total=len(docs))) if docs else 0
+            with_licence = _read_documents(lake, docs, folders, bar, bar.add_task("documents", total=len(docs))) if docs else 0
             counts = {}
             if n_spans:
                 cursor = con.execute(_SPANS_TODO, [min_span])

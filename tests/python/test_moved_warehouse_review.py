@@ -1,0 +1,84 @@
+"""Review of the moved-warehouse change: what a copied warehouse's later steps read.
+
+Oracles are hand-made: the documents provenance read in the original warehouse before the copy, and the
+tokenizer file the index was built with as it lies in the warehouse now.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import byte_level_bpe, run_cli
+
+from ingest.lake import Lake
+
+
+def _texts(seed: int) -> list[str]:
+    words = ["river", "stone", "lamp", "orchard", "winter", "signal", "copper", "harbor", "meadow", "engine"]
+    return [" ".join(words[(i * 7 + j * (3 + seed)) % len(words)] + str((i + j + seed) % 5) for j in range(60))
+            for i in range(12)]
+
+
+def _warehouse(home: Path, seed: int) -> None:
+    """A warehouse whose corpus, tokenizer and index all live inside it (like a sandbox's)."""
+    from ingest.corpora import register_corpus
+    from ingest.index import build_index
+
+    Lake(home).init()
+    root = home / "sandbox" / "mini"
+    (root / "corpus").mkdir(parents=True)
+    (root / "tok").mkdir()
+    texts = _texts(seed)
+    with open(root / "corpus" / "docs.jsonl", "w") as fh:
+        fh.writelines(json.dumps({"text": t, "id": f"s{seed}-d{i}"}) + "\n" for i, t in enumerate(texts))
+    byte_level_bpe(texts, 300 + seed).save(str(root / "tok" / "tokenizer.json"))
+    build_index([root / "corpus"], str(root / "tok" / "tokenizer.json"), root / "index", progress=False)
+    register_corpus(Lake(home), "mini", [root / "index"])
+
+
+def _provenance_texts(home: Path) -> dict[int, str]:
+    p = run_cli("provenance", "--min-span", "8", home=home)
+    assert p.returncode == 0, p.stderr
+    return {r["doc_ix"]: r["doc_id"] for r in Lake(home).read("document_provenance").to_pylist()}
+
+
+@pytest.mark.slow  # two index builds, an import, a trace, provenance three times (~20 s)
+def test_provenance_of_a_legacy_pass_in_a_copy_never_reads_the_original_rebuilt(tmp_path: Path) -> None:
+    """cp -r of a warehouse whose pass was recorded with absolute folders (before paths were relative); the
+    original is then rebuilt with other documents. Provenance in the copy must read the copy's own index (the
+    one the pass traced), or refuse in one line: never the documents of the original's new index."""
+    old = tmp_path / "a" / "wh"
+    _warehouse(old, seed=0)
+    gens = tmp_path / "gens.jsonl"
+    gens.write_text("".join(json.dumps({"text": t[40:500]}) + "\n" for t in _texts(0)[:4]))
+    run_cli("import", "generations", str(gens), "--run-id", "r1", "--model", "m", "--setting", "unconditional",
+            "--corpus", "mini", home=old, check=True)
+    run_cli("trace", "--run", "r1", home=old, check=True)
+    before = _provenance_texts(old)
+    assert before and all(v.startswith("s0-") for v in before.values())
+
+    new = tmp_path / "b" / "wh"
+    shutil.copytree(old, new, symlinks=True)
+    lake = Lake(new)
+    for part in lake.partitions("document_provenance"):
+        lake.delete("document_provenance", part)
+    (pass_row,) = lake.read("trace_runs").to_pylist()
+    legacy = [str(old.resolve() / d) for d in json.loads(pass_row["index_dir"])]  # as recorded before the change
+    lake.write("trace_runs", f"trace--{pass_row['trace_id']}", [{**pass_row, "index_dir": json.dumps(legacy)}])
+    shutil.rmtree(old)
+    _warehouse(old, seed=1)  # the original, rebuilt: other documents at the same place
+
+    assert _provenance_texts(new) == before  # the copy's own index, found where the pass's folder moved to
+
+    # the copy's index rebuilt in place (other documents): the pass's documents are not there any more
+    for part in lake.partitions("document_provenance"):
+        lake.delete("document_provenance", part)
+    shutil.rmtree(new / "sandbox")
+    _warehouse(new, seed=1)
+    p = run_cli("provenance", "--min-span", "8", home=new)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "not the one generations were traced against" in p.stderr
+    assert Lake(new).read("document_provenance").num_rows == 0
