@@ -11,9 +11,19 @@ from ingest.cli.context import console, state
 
 
 def load_generations(lake, run: str | None, file: Path | None) -> tuple[list[tuple[str, str]], str]:
-    """(generation_id, text) pairs from a run in the lake or from a JSONL/Parquet file."""
+    """(generation_id, text) pairs from a run in the lake or from a JSONL/Parquet file, and their source.
+
+    A run's source is its id. Every file has the same source, `FILE_SOURCE`, never its path: a trace batch is
+    then named by its content alone (its generation ids and text hashes, `ingest/trace/run.py`), so the same
+    generations traced from any path, copied, renamed, moved with the warehouse or converted to Parquet,
+    resume as done, and an edited file retraces only the batches whose texts changed. Its earlier rows are
+    replaced by the generation ids they hold (`ingest/trace/supersede.py`), as a re-imported run's are by
+    its id. Neither the file's name nor a hash of its bytes is in the source: both would make a renamed or
+    re-encoded copy of the same generations a new source, and a hash of the whole file would retrace every
+    batch for one edited text."""
     from ingest.errors import UserError
     from ingest.importers.records import iter_records
+    from ingest.trace.supersede import FILE_SOURCE
 
     if (run is None) == (file is None):
         raise UserError("pass exactly one of --run R or --generations FILE")
@@ -35,7 +45,7 @@ def load_generations(lake, run: str | None, file: Path | None) -> tuple[list[tup
         rows.append((str(gid), text))
     if not rows:
         raise UserError(f"{file}: no generations found; the file is empty")
-    return rows, f"file:{Path(file).resolve()}"
+    return rows, FILE_SOURCE
 
 
 def trace(

@@ -32,6 +32,7 @@ from ingest.executors import Executor, WorkerSpec, get_executor
 from ingest.home import stored_path
 from ingest.lake import Lake, make_key, text_hash
 from ingest.trace.params import TraceParams
+from ingest.trace.supersede import FILE_SOURCE, superseded
 
 
 
@@ -175,6 +176,8 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     prefix = f"{trace_id[:16]}--{src}--"
     stale = [(table, part) for table in ("span_counts", "traced_generations", "span_documents", "spans")
              for part in lake.partitions(table) if part.startswith(prefix) and part not in names]
+    if source == FILE_SOURCE:  # all files share the prefix: a file's earlier versions are found by their ids
+        stale = superseded(lake, f"{trace_id[:16]}--", names, [gid for gid, _ in generations])
 
     def pass_row(finished: datetime | None) -> list[dict]:
         # folders inside the warehouse relative to it: a moved or copied warehouse finds them (ingest/home.py)
