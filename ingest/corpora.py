@@ -42,7 +42,8 @@ def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict
     tok = first.tokenizer
     row = {
         "corpus_id": corpus_id_for(name), "name": name,
-        "tokenizer": stored_path(lake.home, tok["path"]) if tok.get("path") else tok.get("name"),
+        # the tokenizer file where it lies now (the manifest names where it was when the index was built)
+        "tokenizer": stored_path(lake.home, first.tokenizer_spec(dirs[0])) if tok.get("path") else tok.get("name"),
         "token_dtype": first.dtype, "vocab_size": first.vocab_size, "eos_token_id": first.eos_token_id,
         "n_docs": sum(m.n_docs for m in manifests), "n_tokens": sum(m.n_tokens for m in manifests),
         "n_shards": sum(len(m.shards) for m in manifests),

@@ -82,3 +82,20 @@ def test_provenance_of_a_legacy_pass_in_a_copy_never_reads_the_original_rebuilt(
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert "not the one generations were traced against" in p.stderr
     assert Lake(new).read("document_provenance").num_rows == 0
+
+
+def test_registering_again_after_a_move_records_the_tokenizer_where_it_is_now(tmp_path: Path) -> None:
+    """`lmaudit sandbox build` in a moved warehouse registers the (reused) index again: its manifest still names
+    the old place's tokenizer file, but the corpus row must name the moved one, relative like the index."""
+    from ingest.corpora import register_corpus
+
+    old = tmp_path / "a" / "wh"
+    _warehouse(old, seed=0)
+    assert Lake(old).read("corpora").to_pylist()[0]["tokenizer"] == "sandbox/mini/tok/tokenizer.json"
+    new = tmp_path / "b" / "wh"
+    new.parent.mkdir()
+    shutil.move(str(old), str(new))
+    register_corpus(Lake(new), "mini", [new / "sandbox" / "mini" / "index"])
+    (row,) = Lake(new).read("corpora").to_pylist()
+    assert row["index_dirs"] == ["sandbox/mini/index"]
+    assert row["tokenizer"] == "sandbox/mini/tok/tokenizer.json"
