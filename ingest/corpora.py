@@ -134,7 +134,7 @@ def current_index_dirs(lake: Lake, row: dict[str, Any]) -> list[str]:
     caller, which names them (`missing_index_message`)."""
     stored = list(row["index_dirs"])
     dirs = [str(from_stored(lake.home, d)) for d in stored]
-    moved = [_moved_into(lake.home, d) if os.path.isabs(s) else d for s, d in zip(stored, dirs)]
+    moved = [moved_into(lake.home, d) if os.path.isabs(s) else d for s, d in zip(stored, dirs)]
     if moved != dirs and _manifest_hash_or_none(moved) == row["manifest_hash"]:
         return moved
     current = _manifest_hash_or_none(dirs)
@@ -145,7 +145,7 @@ def current_index_dirs(lake: Lake, row: dict[str, Any]) -> list[str]:
     return dirs
 
 
-def _moved_into(home: Path, recorded: str) -> str:
+def moved_into(home: Path, recorded: str) -> str:
     """`recorded` as the longest tail of it that is an index folder in this warehouse, else as recorded."""
     from ingest.index.manifest import IndexManifest
 

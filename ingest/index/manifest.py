@@ -121,7 +121,9 @@ class IndexManifest:
         def same_tokenizer(candidate: Path) -> bool:
             if candidate.is_file() and digest:
                 return _sha256(candidate) == digest
-            return candidate.is_dir()  # a folder transformers converts: its digest is of the converted form
+            if candidate.is_dir() and digest:  # a folder transformers converts: its digest is of the converted form
+                return _converted_sha256(candidate) == digest
+            return False
 
         return moved_with(path, index_dir, same_tokenizer)
 
@@ -204,6 +206,16 @@ def moved_with(recorded: str, index_dir: str | os.PathLike[str], accept: Callabl
             if candidate.exists() and accept(candidate):
                 return str(candidate)
     return recorded
+
+
+def _converted_sha256(folder: Path) -> str | None:
+    """The sha256 `load_tokenizer` records for a tokenizer folder (of its converted form), None if it loads none."""
+    from ingest.index.tokenizer import load_tokenizer
+
+    try:
+        return load_tokenizer(folder).describe().get("sha256")
+    except (UserError, OSError):
+        return None
 
 
 def _size(path: Path) -> int | None:

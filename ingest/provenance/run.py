@@ -132,15 +132,15 @@ def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tupl
     `passes` maps an `index_dir` to its passes' (trace_id, params): a pass's id is its indexes' content
     (`TraceJob.trace_id`), so the folders read are those whose manifests give that id. A folder recorded
     absolute before paths were relative (another warehouse's, before this one was moved or copied) is looked
-    for at the same place in this warehouse first (`corpora._moved_into`); the recorded folder is read only if it
+    for at the same place in this warehouse first (`corpora.moved_into`); the recorded folder is read only if it
     still holds the traced index (it may hold another by now: the original warehouse rebuilt)."""
-    from ingest.corpora import _moved_into
+    from ingest.corpora import moved_into
     from ingest.index.manifest import IndexManifest
 
     found: dict[str, list[str]] = {}
     for index_dir in sorted({t[2] for t in todo if t[2]}):
         dirs = _index_dirs(index_dir, home)
-        moved = [_moved_into(home, d) for d in dirs]
+        moved = [moved_into(home, d) for d in dirs]
         ids = (passes or {}).get(index_dir)
         for candidate in ([moved] if moved != dirs else []) + [dirs]:
             if all(IndexManifest.path_in(d).is_file() for d in candidate) and (

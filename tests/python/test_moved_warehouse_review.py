@@ -99,3 +99,32 @@ def test_registering_again_after_a_move_records_the_tokenizer_where_it_is_now(tm
     (row,) = Lake(new).read("corpora").to_pylist()
     assert row["index_dirs"] == ["sandbox/mini/index"]
     assert row["tokenizer"] == "sandbox/mini/tok/tokenizer.json"
+
+
+def _tokenizer_folder(folder: Path, seed: int) -> None:
+    """A tokenizer folder without tokenizer.json (vocab.json + merges.txt, converted by transformers): the
+    manifest's sha256 is of the converted form, so the folder's files cannot be compared with it."""
+    folder.mkdir(parents=True)
+    byte_level_bpe(_texts(seed), 300 + seed).model.save(str(folder))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
+
+
+@pytest.mark.slow  # transformers converts three tokenizer folders (~25 s)
+def test_a_tokenizer_folder_that_did_not_move_is_not_swapped_for_another_of_the_same_name(tmp_path: Path) -> None:
+    """An index built with a tokenizer folder outside the warehouse (it never moved): a folder of the same
+    name but another tokenizer above the index (here the warehouse's own `tok`) is not the index's tokenizer."""
+    from ingest.index import build_index
+    from ingest.index.manifest import IndexManifest
+    from ingest.index.tokenizer import load_tokenizer
+
+    recorded = tmp_path / "models" / "tok"
+    _tokenizer_folder(recorded, seed=0)
+    corpus = tmp_path / "wh" / "corpus"
+    corpus.mkdir(parents=True)
+    (corpus / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(0)))
+    index = tmp_path / "wh" / "index"
+    build_index([corpus], str(recorded), index, progress=False)
+    _tokenizer_folder(tmp_path / "wh" / "tok", seed=1)  # another tokenizer, same folder name, above the index
+    spec = IndexManifest.load(index).tokenizer_spec(index)
+    assert load_tokenizer(spec).describe()["sha256"] == load_tokenizer(recorded).describe()["sha256"]
+    assert spec == str(recorded.resolve())
