@@ -189,6 +189,43 @@ def _retypeset(a: Any, lo: int, hi: int, plain: Any) -> Any:
     return out[:k].copy()
 
 
+def _text_size(buf: Any, bstart: Any, bend: Any, w: int, toff: Any) -> int:
+    """Bytes the byte table gives for the tokens buf[bstart[i]:bend[i]] of every i (ids past it count 0)."""
+    ntab = toff.shape[0] - 1
+    size = 0
+    for i in range(bstart.shape[0]):
+        for p in range(bstart[i], bend[i], w):
+            t = 0
+            for k in range(w - 1, -1, -1):
+                t = (t << 8) | int(buf[p + k])
+            if t < ntab:
+                size += toff[t + 1] - toff[t]
+    return size
+
+
+def _decode(buf: Any, lo: int, hi: int, w: int, tbytes: Any, toff: Any, text: Any, at: int) -> tuple[int, bool, bool]:
+    """The bytes of tokens buf[lo:hi] (width w) through the byte table, written at text[at:]: (the end,
+    whether they are valid UTF-8 (False also for an id past the table), whether they are ASCII). An invalid
+    piece writes nothing."""
+    ntab = toff.shape[0] - 1
+    start = at
+    high = 0  # OR of every byte: no bit 0x80 means ASCII, valid UTF-8 without a check
+    for p in range(lo, hi, w):
+        t = 0
+        for k in range(w - 1, -1, -1):
+            t = (t << 8) | int(buf[p + k])
+        if t >= ntab:
+            return start, False, False
+        for j in range(toff[t], toff[t + 1]):
+            c = tbytes[j]
+            text[at] = c
+            high |= c
+            at += 1
+    if high >= 0x80 and not _utf8_ok(text, start, at):
+        return start, False, False
+    return at, True, high < 0x80
+
+
 def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: Any, gen: Any, norm_gen: Any,
                  squeezed: Any, nvgen: Any, params: Any, want_nv: Any, res: Any, plain: Any) -> tuple[Any, Any]:
     """Window i is buf[bstart[i]:bend[i]] (tokens of width w, little-endian); want_nv[i]: 0 no nv-recall,
@@ -208,41 +245,18 @@ def scan_windows(buf: Any, bstart: Any, bend: Any, w: int, tbytes: Any, toff: An
         ntok += (bend[i] - bstart[i]) // w
     size = ntok * longest
     if size > _RESERVE_MAX:  # long tokens (runs of spaces: 128-512 bytes, ~6 on average): count exactly
-        size = 0
-        for i in range(n):
-            for p in range(bstart[i], bend[i], w):
-                t = 0
-                for k in range(w - 1, -1, -1):
-                    t = (t << 8) | int(buf[p + k])
-                if t < ntab:
-                    size += toff[t + 1] - toff[t]
+        size = _text_size(buf, bstart, bend, w, toff)
     text = np.empty(size, dtype=np.uint8)
     off = np.zeros(n + 1, dtype=np.int64)
     at = 0
     for i in range(n):
         start = at
-        ok = True
-        high = 0  # OR of every byte: no bit 0x80 means ASCII, valid UTF-8 without a check
-        for p in range(bstart[i], bend[i], w):
-            t = 0
-            for k in range(w - 1, -1, -1):
-                t = (t << 8) | int(buf[p + k])
-            if t >= ntab:
-                ok = False
-                break
-            for j in range(toff[t], toff[t + 1]):
-                c = tbytes[j]
-                text[at] = c
-                high |= c
-                at += 1
+        at, ok, ascii_ = _decode(buf, bstart[i], bend[i], w, tbytes, toff, text, at)
+        off[i + 1] = at
         for col in range(7):
             res[i, col] = 0
-        ascii_ = high < 0x80
-        if not ok or not (ascii_ or _utf8_ok(text, start, at)):
-            at = start
-            off[i + 1] = at
+        if not ok:
             continue
-        off[i + 1] = at
         res[i, 0] = 1
         # plain: the normalizations are ASCII steps on the bytes (see `normalize.plain_chars`)
         cls = 1 if ascii_ else _plain_class(text, start, at, plain) if plain.shape[0] > 0 else 0
@@ -278,37 +292,11 @@ def decode_pieces(q: Any, w: int, qb: Any, qe: Any, tbytes: Any, toff: Any, ok: 
     concatenated, with offsets (n + 1); ok[i] = 1 when they are valid UTF-8 (else the piece's text is empty
     and the caller decodes it with the tokenizer): the span texts of a generation in one call."""
     n = qb.shape[0]
-    ntab = toff.shape[0] - 1
-    size = 0
-    for i in range(n):
-        for p in range(qb[i] * w, qe[i] * w, w):
-            t = 0
-            for k in range(w - 1, -1, -1):
-                t = (t << 8) | int(q[p + k])
-            if t < ntab:
-                size += toff[t + 1] - toff[t]
-    text = np.empty(size, dtype=np.uint8)
+    text = np.empty(_text_size(q, qb * w, qe * w, w, toff), dtype=np.uint8)
     off = np.zeros(n + 1, dtype=np.int64)
     at = 0
     for i in range(n):
-        start = at
-        good = True
-        high = 0
-        for p in range(qb[i] * w, qe[i] * w, w):
-            t = 0
-            for k in range(w - 1, -1, -1):
-                t = (t << 8) | int(q[p + k])
-            if t >= ntab:
-                good = False
-                break
-            for j in range(toff[t], toff[t + 1]):
-                c = tbytes[j]
-                text[at] = c
-                high |= c
-                at += 1
-        if not good or not (high < 0x80 or _utf8_ok(text, start, at)):
-            at = start
-            good = False
+        at, good, _ = _decode(q, qb[i] * w, qe[i] * w, w, tbytes, toff, text, at)
         ok[i] = 1 if good else 0
         off[i + 1] = at
     return text, off
@@ -395,7 +383,7 @@ def dedup_requests(job: Any, shard: Any, doc: Any, wstart: Any, wlen: Any, ancho
 PYTHON_KERNELS = {"scan_windows": scan_windows, "decode_pieces": decode_pieces, "pick_requests": pick_requests,
                   "dedup_requests": dedup_requests}
 
-kernelgate.compile_all(globals(), ("_utf8_ok", "_contains", "_squeezed_contains", "_plain_class", "_retypeset",
+kernelgate.compile_all(globals(), ("_utf8_ok", "_text_size", "_decode", "_contains", "_squeezed_contains", "_plain_class", "_retypeset",
                                    "scan_windows", "decode_pieces", "pick_requests", "dedup_requests"))
 
 
