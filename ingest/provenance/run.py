@@ -156,9 +156,11 @@ def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tupl
                         "re-attach it (`lmaudit index attach`) where it was, or, in a moved warehouse, run "
                         "the same `lmaudit trace` again (nothing is traced twice: it records where the "
                         "index is now), then run again")
-            raise UserError(f"the index in {', '.join(dirs)} is not the one generations were traced against (it "
-                            "was rebuilt, or this warehouse was copied and that folder now holds another): "
-                            "provenance would read other documents; restore the traced index there, then run again")
+            traces = ", ".join(sorted(t[:12] for t, _ in ids or []))
+            raise UserError(f"the index in {', '.join(dirs)} is not the one generations were traced against (trace "
+                            f"{traces}; it was rebuilt, or this warehouse was copied and that folder now holds "
+                            "another): provenance would read other documents; restore the traced index there, "
+                            "then run again")
     return found
 
 
