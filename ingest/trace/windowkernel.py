@@ -25,7 +25,9 @@ what it cannot answer exactly:
 
 Tests compare every output with the Python path (tests/python/test_trace_windows.py, test_trace_fast.py).
 Caveat (docs/footguns.md): numba's on-disk cache of this module is keyed on this file only, so after an edit
-of `nvkernel.py` or `tierkernel.py` the cached `scan_windows` keeps the old callee until this file changes.
+of `nvkernel.py` or `tierkernel.py` (or of the class numbers in `normalize.py`, frozen into the compiled code)
+the cached `scan_windows` keeps the old callee until this file changes. The table `plain_chars` itself is an
+argument, read at every call.
 """
 
 from __future__ import annotations
