@@ -165,3 +165,14 @@ def test_a_lake_keyed_by_path_is_replaced_by_one_trace(index, tmp_path: Path) ->
     assert s.n_skipped == 0
     assert _rows(home) == _fresh(tmp_path, index, paths[0])
     _check_keys(home, gens)
+
+
+def test_a_file_reusing_a_runs_ids_replaces_that_runs_batch(index, tmp_path: Path) -> None:
+    """What docs/footguns.md says: within one pass the last trace of an id wins, with its whole batch."""
+    home = tmp_path / "wh"
+    gens = _gens(range(4))
+    trace_generations(Lake(home), TraceJob((index,), TraceParams()), sorted(gens.items()), "run:r", batch_size=2,
+                      progress=False)
+    _trace(home, index, _write(tmp_path / "exported.jsonl", {"g1": gens["g1"] + " edited"}))
+    # the run's batch (g0, g1) is gone, (g2, g3) stays; g1 once, with the file's text
+    _check_keys(home, {"g1": gens["g1"] + " edited", "g2": gens["g2"], "g3": gens["g3"]})
