@@ -124,8 +124,8 @@ def _index_dirs(index_dir: str | None, home: Path) -> list[str]:
     return [str(from_stored(home, d)) for d in dirs]
 
 
-def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tuple[str, str]]] | None = None
-                  ) -> dict[str, list[str]]:
+def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tuple[str, str]]] | None = None,
+                  seen: dict[str, list[tuple[int, str]]] | None = None) -> dict[str, list[str]]:
     """Each traced index folder list (`trace_runs.index_dir`) as the absolute folders to read, before anything
     is written: one line naming an index that can no longer be opened, or that is not the one traced.
 
@@ -133,7 +133,10 @@ def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tupl
     (`TraceJob.trace_id`), so the folders read are those whose manifests give that id. A folder recorded
     absolute before paths were relative (another warehouse's, before this one was moved or copied) is looked
     for at the same place in this warehouse first (`corpora.moved_into`); the recorded folder is read only if it
-    still holds the traced index (it may hold another by now: the original warehouse rebuilt)."""
+    still holds the traced index (it may hold another by now: the original warehouse rebuilt). A pass named
+    the old way (`legacy_trace_id`, the manifest's raw bytes) whose manifest was written again (the same folder
+    attached again) cannot be recomputed: its folders are read if the documents there have the ids the pass
+    recorded (`seen`: index_dir -> [(doc_ix, doc_id)] from span_documents), refused if one differs."""
     from ingest.corpora import moved_into
     from ingest.index.manifest import IndexManifest
 
@@ -144,7 +147,8 @@ def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tupl
         ids = (passes or {}).get(index_dir)
         for candidate in ([moved] if moved != dirs else []) + [dirs]:
             if all(IndexManifest.path_in(d).is_file() for d in candidate) and (
-                    ids is None or _traced(candidate, ids)):
+                    ids is None or _traced(candidate, ids)
+                    or _same_documents(candidate, (seen or {}).get(index_dir, [])) is not False):
                 found[index_dir] = candidate
                 break
         else:
@@ -176,6 +180,27 @@ def _traced(dirs: list[str], ids: list[tuple[str, str]]) -> bool:
     identity = "\n".join(json.dumps(manifest_identity(json.loads(b)), sort_keys=True) for b in raw)
     digests = (hashlib.sha256(identity.encode()).hexdigest(), hashlib.sha256(b"".join(raw)).hexdigest())
     return any(trace_id in {make_key(h, params) for h in digests} for trace_id, params in ids)
+
+
+def _same_documents(dirs: list[str], sample: Sequence[tuple[int, str]]) -> bool | None:
+    """Whether the documents at `sample`'s doc_ix in the index `dirs` have the doc ids a pass recorded for
+    them; None when none of them has an id to compare."""
+    from ingest.index.engine import IndexEngine
+
+    ids = [(ix, doc_id) for ix, doc_id in sample if doc_id is not None]
+    if not ids:
+        return None
+    engine = IndexEngine(dirs)
+    try:
+        for ix, doc_id in ids:
+            if ix >= engine.n_docs:
+                return False
+            meta = engine.doc(int(ix), max_len=1).metadata or {}
+            if meta.get("id") is None or str(meta["id"]) != doc_id:
+                return False
+    finally:
+        engine.close()
+    return True
 
 
 def document_row(corpus_key: str, corpus_id: str | None, index_dir: str | None, record, text: str,
@@ -277,7 +302,17 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
         passes: dict[str, list[tuple[str, str]]] = {}
         for index_dir, trace_id, params in con.execute("select index_dir, trace_id, params from trace_runs").fetchall():
             passes.setdefault(index_dir, []).append((trace_id, params))
-        folders = check_indexes(docs, lake.home, passes)  # before anything is written or removed
+        seen: dict[str, list[tuple[int, str]]] = {}  # a few documents of each pass, with the ids it recorded
+        for index_dir, doc_ix, doc_id in con.execute("""
+                select index_dir, doc_ix, doc_id from (
+                    select tr.index_dir, sd.doc_ix, any_value(sd.doc_id) as doc_id,
+                           row_number() over (partition by tr.index_dir order by sd.doc_ix) as k
+                    from span_documents sd join spans s on sd.span_id = s.span_id
+                    join trace_runs tr on s.trace_id = tr.trace_id
+                    where sd.doc_id is not null group by tr.index_dir, sd.doc_ix)
+                where k <= 16""").fetchall():
+            seen.setdefault(index_dir, []).append((int(doc_ix), doc_id))
+        folders = check_indexes(docs, lake.home, passes, seen)  # before anything is written or removed
         if rescan:
             with lake.transaction():
                 for t in TABLES:
@@ -291,7 +326,8 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
 
         with progress_bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), enabled=progress) as bar:
-            with_licence = _read_documents(lake, docs, folders, bar, bar.add_task("documents", total=len(docs))) if docs else 0
+            with_licence = (_read_documents(lake, docs, folders, bar, bar.add_task("documents", total=len(docs)))
+                            if docs else 0)
             counts = {}
             if n_spans:
                 cursor = con.execute(_SPANS_TODO, [min_span])

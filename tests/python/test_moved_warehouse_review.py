@@ -128,3 +128,44 @@ def test_a_tokenizer_folder_that_did_not_move_is_not_swapped_for_another_of_the_
     spec = IndexManifest.load(index).tokenizer_spec(index)
     assert load_tokenizer(spec).describe()["sha256"] == load_tokenizer(recorded).describe()["sha256"]
     assert spec == str(recorded.resolve())
+
+
+@pytest.mark.slow  # an index build, two attaches, an import, a trace, provenance (~15 s)
+def test_provenance_of_a_legacy_pass_after_the_same_index_is_attached_again(tmp_path: Path) -> None:
+    """A pass named the old way (`legacy_trace_id`: the manifest's raw bytes, build time included), then the
+    same prebuilt folder attached again (a new manifest, the same documents, as the move messages advise):
+    the documents are the traced ones, so provenance reads them (no id can be recomputed for such a pass)."""
+    import time
+
+    from ingest.corpora import attach_corpus, corpus_row
+    from ingest.index import build_index
+    from ingest.trace.params import TraceParams
+    from ingest.trace.run import TraceJob
+
+    home = tmp_path / "wh"
+    Lake(home).init()
+    texts = _texts(3)
+    (home / "prebuilt" / "src").mkdir(parents=True)
+    (home / "prebuilt" / "src" / "docs.jsonl").write_text(
+        "".join(json.dumps({"text": t, "id": f"d{i}"}) + "\n" for i, t in enumerate(texts)))
+    tok = home / "prebuilt" / "tokenizer.json"
+    byte_level_bpe(texts, 300).save(str(tok))
+    build_index([home / "prebuilt" / "src"], str(tok), home / "prebuilt" / "data", progress=False)
+    for extra in ("lmaudit-index.json", "lmaudit-logprob.npy"):
+        (home / "prebuilt" / "data" / extra).unlink()
+    attach_corpus(Lake(home), "pub", [home / "prebuilt" / "data"], str(tok))
+    gens = tmp_path / "gens.jsonl"
+    gens.write_text("".join(json.dumps({"text": t[40:500]}) + "\n" for t in texts[:4]))
+    run_cli("import", "generations", str(gens), "--run-id", "r1", "--model", "m", "--setting", "unconditional",
+            "--corpus", "pub", home=home, check=True)
+    row = corpus_row(Lake(home), "pub")
+    legacy = TraceJob(tuple(row["index_dirs"]), TraceParams()).legacy_trace_id
+    Lake(home).write("trace_runs", f"trace--{legacy}", [{  # what a warehouse from before 2026-12-03 holds
+        "trace_id": legacy, "corpus_id": row["corpus_id"], "index_dir": json.dumps(row["index_dirs"]),
+        "mode": "mixed", "params": TraceParams().to_json(), "code_version": "0.1.0"}])
+    run_cli("trace", "--run", "r1", home=home, check=True)
+    assert {r["trace_id"] for r in Lake(home).read("trace_runs").to_pylist()} == {legacy}
+    time.sleep(1.1)
+    attach_corpus(Lake(home), "pub", [home / "prebuilt" / "data"], str(tok))  # same folder: a new manifest
+    read = _provenance_texts(home)
+    assert read and all(v == f"d{k}" for k, v in read.items())
