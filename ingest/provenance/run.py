@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -125,7 +125,7 @@ def _index_dirs(index_dir: str | None, home: Path) -> list[str]:
 
 
 def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tuple[str, str]]] | None = None,
-                  seen: dict[str, list[tuple[int, str]]] | None = None) -> dict[str, list[str]]:
+                  seen: Callable[[str], Sequence[tuple[int, str]]] | None = None) -> dict[str, list[str]]:
     """Each traced index folder list (`trace_runs.index_dir`) as the absolute folders to read, before anything
     is written: one line naming an index that can no longer be opened, or that is not the one traced.
 
@@ -136,7 +136,7 @@ def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tupl
     still holds the traced index (it may hold another by now: the original warehouse rebuilt). A pass named
     the old way (`legacy_trace_id`, the manifest's raw bytes) whose manifest was written again (the same folder
     attached again) cannot be recomputed: its folders are read if the documents there have the ids the pass
-    recorded (`seen`: index_dir -> [(doc_ix, doc_id)] from span_documents), refused if one differs."""
+    recorded (`seen(index_dir)`: [(doc_ix, doc_id)] from span_documents), refused if one differs."""
     from ingest.corpora import moved_into
     from ingest.index.manifest import IndexManifest
 
@@ -148,7 +148,7 @@ def check_indexes(todo: Sequence[tuple], home: Path, passes: dict[str, list[tupl
         for candidate in ([moved] if moved != dirs else []) + [dirs]:
             if all(IndexManifest.path_in(d).is_file() for d in candidate) and (
                     ids is None or _traced(candidate, ids)
-                    or _same_documents(candidate, (seen or {}).get(index_dir, [])) is not False):
+                    or (seen is not None and _same_documents(candidate, seen(index_dir)) is not False)):
                 found[index_dir] = candidate
                 break
         else:
@@ -302,16 +302,14 @@ def run_provenance(lake: Lake, min_span: int | None = None, rescan: bool = False
         passes: dict[str, list[tuple[str, str]]] = {}
         for index_dir, trace_id, params in con.execute("select index_dir, trace_id, params from trace_runs").fetchall():
             passes.setdefault(index_dir, []).append((trace_id, params))
-        seen: dict[str, list[tuple[int, str]]] = {}  # a few documents of each pass, with the ids it recorded
-        for index_dir, doc_ix, doc_id in con.execute("""
-                select index_dir, doc_ix, doc_id from (
-                    select tr.index_dir, sd.doc_ix, any_value(sd.doc_id) as doc_id,
-                           row_number() over (partition by tr.index_dir order by sd.doc_ix) as k
-                    from span_documents sd join spans s on sd.span_id = s.span_id
-                    join trace_runs tr on s.trace_id = tr.trace_id
-                    where sd.doc_id is not null group by tr.index_dir, sd.doc_ix)
-                where k <= 16""").fetchall():
-            seen.setdefault(index_dir, []).append((int(doc_ix), doc_id))
+        def seen(index_dir: str) -> list[tuple[int, str]]:  # a few documents of its passes, with their ids
+            return con.execute("""
+                select distinct sd.doc_ix, sd.doc_id
+                from span_documents sd join spans s on sd.span_id = s.span_id
+                join trace_runs tr on s.trace_id = tr.trace_id
+                where tr.index_dir = ? and sd.doc_id is not null
+                order by sd.doc_ix limit 16""", [index_dir]).fetchall()
+
         folders = check_indexes(docs, lake.home, passes, seen)  # before anything is written or removed
         if rescan:
             with lake.transaction():
