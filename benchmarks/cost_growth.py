@@ -215,8 +215,13 @@ def cmd_plot(a) -> None:
         axes[0].set_ylabel("seconds")
         axes[0].set_title("Paper-scale build (synthetic lake)")
         axes[0].legend(fontsize=6)
+        from ingest.build_memory import parse_size
+
+        for limit in sorted({r["memory_limit"] for b in series.values() for r in b if r.get("memory_limit")}):
+            # the budget the RSS must stay under (this axis is MiB / 1024)
+            axes[1].axhline(parse_size(limit, 0) / 2**30, color="k", ls=":", lw=1, label=f"budget {limit}")
         axes[1].set_xlabel("span_documents rows")
-        axes[1].set_ylabel("peak RSS of the run, GB")
+        axes[1].set_ylabel("peak RSS of the run, GiB")
         axes[1].set_title("Build memory (label: $LMAUDIT_MEMORY_LIMIT)")
         axes[1].legend(fontsize=7)
     t = sorted(res["trace"].values(), key=lambda r: r["n_tokens"])
