@@ -6,13 +6,13 @@
 -- A document is (corpus_key, doc_ix): the pass's corpus, or its index folders when it traced --index ones.
 -- Incremental by (run, tracing pass) (macros/provenance_incremental.sql): a group's rows are recomputed when its
 -- current traces, its run's fields, its pass's corpus or the vars change; only these groups' traces are joined.
--- Memory (BENCHMARKS.md "whole-project build at 8x and 16x"): the documents (162M rows at 8x paper scale) are
--- streamed against a hash table of the long current spans only (~3 % of all spans), as narrow rows: the spans'
--- texts join the ~1 % of rows that remain after the aggregate, the generations' texts are hashed before their
--- join, and the longest span is an arg_max over one number, not an ordered aggregate (which buffers every
--- row of its group). No CTE is read twice (DuckDB would store it as a temporary table). The query this
--- replaced joined all spans, with their texts, to all their documents before filtering, and ran out of
--- memory at 8x under a 6GB budget.
+-- Memory (BENCHMARKS.md "Whole-project build at 1x, 8x and 16x"): the documents (162M rows at 8x paper scale) are
+-- streamed against a hash table of the long current spans only (~3 % of all spans), as narrow rows; the spans'
+-- texts join after the aggregate (one row per document and generation), the generations' texts are hashed
+-- before their join, and the longest span is an arg_max over one number, not an ordered aggregate (which
+-- buffers every row of its group). No CTE over spans or documents is read twice (DuckDB would store it as a
+-- temporary table). The query this replaced joined all spans, with their texts, to all their documents before
+-- filtering, and ran out of memory at 8x under a 6GB budget; this one builds at 8x alone without spilling.
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
