@@ -12,31 +12,9 @@ from pathlib import Path
 
 import pytest
 from conftest import byte_level_bpe, run_cli
+from mini_warehouse import mini_texts, mini_warehouse
 
 from ingest.lake import Lake
-
-
-def _texts(seed: int) -> list[str]:
-    words = ["river", "stone", "lamp", "orchard", "winter", "signal", "copper", "harbor", "meadow", "engine"]
-    return [" ".join(words[(i * 7 + j * (3 + seed)) % len(words)] + str((i + j + seed) % 5) for j in range(60))
-            for i in range(12)]
-
-
-def _warehouse(home: Path, seed: int) -> None:
-    """A warehouse whose corpus, tokenizer and index all live inside it (like a sandbox's)."""
-    from ingest.corpora import register_corpus
-    from ingest.index import build_index
-
-    Lake(home).init()
-    root = home / "sandbox" / "mini"
-    (root / "corpus").mkdir(parents=True)
-    (root / "tok").mkdir()
-    texts = _texts(seed)
-    with open(root / "corpus" / "docs.jsonl", "w") as fh:
-        fh.writelines(json.dumps({"text": t, "id": f"s{seed}-d{i}"}) + "\n" for i, t in enumerate(texts))
-    byte_level_bpe(texts, 300 + seed).save(str(root / "tok" / "tokenizer.json"))
-    build_index([root / "corpus"], str(root / "tok" / "tokenizer.json"), root / "index", progress=False)
-    register_corpus(Lake(home), "mini", [root / "index"])
 
 
 def _provenance_texts(home: Path) -> dict[int, str]:
@@ -51,9 +29,9 @@ def test_provenance_of_a_legacy_pass_in_a_copy_never_reads_the_original_rebuilt(
     original is then rebuilt with other documents. Provenance in the copy must read the copy's own index (the
     one the pass traced), or refuse in one line: never the documents of the original's new index."""
     old = tmp_path / "a" / "wh"
-    _warehouse(old, seed=0)
+    mini_warehouse(old, seed=0)
     gens = tmp_path / "gens.jsonl"
-    gens.write_text("".join(json.dumps({"text": t[40:500]}) + "\n" for t in _texts(0)[:4]))
+    gens.write_text("".join(json.dumps({"text": t[40:500]}) + "\n" for t in mini_texts(0)[:4]))
     run_cli("import", "generations", str(gens), "--run-id", "r1", "--model", "m", "--setting", "unconditional",
             "--corpus", "mini", home=old, check=True)
     run_cli("trace", "--run", "r1", home=old, check=True)
@@ -69,7 +47,7 @@ def test_provenance_of_a_legacy_pass_in_a_copy_never_reads_the_original_rebuilt(
     legacy = [str(old.resolve() / d) for d in json.loads(pass_row["index_dir"])]  # as recorded before the change
     lake.write("trace_runs", f"trace--{pass_row['trace_id']}", [{**pass_row, "index_dir": json.dumps(legacy)}])
     shutil.rmtree(old)
-    _warehouse(old, seed=1)  # the original, rebuilt: other documents at the same place
+    mini_warehouse(old, seed=1)  # the original, rebuilt: other documents at the same place
 
     assert _provenance_texts(new) == before  # the copy's own index, found where the pass's folder moved to
 
@@ -77,7 +55,7 @@ def test_provenance_of_a_legacy_pass_in_a_copy_never_reads_the_original_rebuilt(
     for part in lake.partitions("document_provenance"):
         lake.delete("document_provenance", part)
     shutil.rmtree(new / "sandbox")
-    _warehouse(new, seed=1)
+    mini_warehouse(new, seed=1)
     p = run_cli("provenance", "--min-span", "8", home=new)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert "not the one generations were traced against" in p.stderr
@@ -90,7 +68,7 @@ def test_registering_again_after_a_move_records_the_tokenizer_where_it_is_now(tm
     from ingest.corpora import register_corpus
 
     old = tmp_path / "a" / "wh"
-    _warehouse(old, seed=0)
+    mini_warehouse(old, seed=0)
     assert Lake(old).read("corpora").to_pylist()[0]["tokenizer"] == "sandbox/mini/tok/tokenizer.json"
     new = tmp_path / "b" / "wh"
     new.parent.mkdir()
@@ -105,7 +83,7 @@ def _tokenizer_folder(folder: Path, seed: int) -> None:
     """A tokenizer folder without tokenizer.json (vocab.json + merges.txt, converted by transformers): the
     manifest's sha256 is of the converted form, so the folder's files cannot be compared with it."""
     folder.mkdir(parents=True)
-    byte_level_bpe(_texts(seed), 300 + seed).model.save(str(folder))
+    byte_level_bpe(mini_texts(seed), 300 + seed).model.save(str(folder))
     (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
 
 
@@ -121,7 +99,7 @@ def test_a_tokenizer_folder_that_did_not_move_is_not_swapped_for_another_of_the_
     _tokenizer_folder(recorded, seed=0)
     corpus = tmp_path / "wh" / "corpus"
     corpus.mkdir(parents=True)
-    (corpus / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(0)))
+    (corpus / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in mini_texts(0)))
     index = tmp_path / "wh" / "index"
     build_index([corpus], str(recorded), index, progress=False)
     _tokenizer_folder(tmp_path / "wh" / "tok", seed=1)  # another tokenizer, same folder name, above the index
@@ -144,7 +122,7 @@ def test_provenance_of_a_legacy_pass_after_the_same_index_is_attached_again(tmp_
 
     home = tmp_path / "wh"
     Lake(home).init()
-    texts = _texts(3)
+    texts = mini_texts(3)
     (home / "prebuilt" / "src").mkdir(parents=True)
     (home / "prebuilt" / "src" / "docs.jsonl").write_text(
         "".join(json.dumps({"text": t, "id": f"d{i}"}) + "\n" for i, t in enumerate(texts)))

@@ -17,34 +17,12 @@ from pathlib import Path
 
 import pytest
 from conftest import byte_level_bpe, run_cli
+from mini_warehouse import mini_texts, mini_warehouse
 
 from ingest.lake import Lake
 
 TABLES = ("spans", "span_documents", "span_counts", "traced_generations")
 VOLATILE = {"created_at", "traced_at", "started_at", "finished_at"}
-
-
-def _texts(seed: int) -> list[str]:
-    words = ["river", "stone", "lamp", "orchard", "winter", "signal", "copper", "harbor", "meadow", "engine"]
-    return [" ".join(words[(i * 7 + j * (3 + seed)) % len(words)] + str((i + j + seed) % 5) for j in range(60))
-            for i in range(12)]
-
-
-def _warehouse(home: Path, seed: int) -> None:
-    """A warehouse whose corpus, tokenizer and index all live inside it (like a sandbox's)."""
-    from ingest.corpora import register_corpus
-    from ingest.index import build_index
-
-    Lake(home).init()
-    root = home / "sandbox" / "mini"
-    (root / "corpus").mkdir(parents=True)
-    (root / "tok").mkdir()
-    texts = _texts(seed)
-    with open(root / "corpus" / "docs.jsonl", "w") as fh:
-        fh.writelines(json.dumps({"text": t, "id": f"s{seed}-d{i}"}) + "\n" for i, t in enumerate(texts))
-    byte_level_bpe(texts, 300 + seed).save(str(root / "tok" / "tokenizer.json"))
-    build_index([root / "corpus"], str(root / "tok" / "tokenizer.json"), root / "index", progress=False)
-    register_corpus(Lake(home), "mini", [root / "index"])
 
 
 def _trace(home: Path, gens: Path) -> dict[str, list[dict]]:
@@ -60,9 +38,9 @@ def traced(tmp_path_factory):
     """A warehouse traced in its first place: (its folder, the generations file, the rows)."""
     base = tmp_path_factory.mktemp("moved")
     home = base / "old" / "warehouse"
-    _warehouse(home, seed=0)
+    mini_warehouse(home, seed=0)
     gens = base / "gens.jsonl"  # outside the warehouse: the same source before and after the move
-    texts = _texts(0)
+    texts = mini_texts(0)
     with open(gens, "w") as fh:
         fh.writelines(json.dumps({"generation_id": f"g{i}", "text": t[50 + i:400] + " unrelated tail"}) + "\n" for i, t in enumerate(texts[:6]))
     rows = _trace(home, gens)
@@ -88,7 +66,7 @@ def test_moved_warehouse_traces_the_same_rows_and_never_reads_the_old_folder(tra
     old_row = Lake(old).read("corpora").to_pylist()[0]
     assert old_row["index_dirs"] == ["sandbox/mini/index"]  # recorded relative to the warehouse
     new = _move(old, tmp_path / "elsewhere" / "wh")
-    _warehouse(old, seed=1)  # another corpus and tokenizer where the original lay
+    mini_warehouse(old, seed=1)  # another corpus and tokenizer where the original lay
     assert IndexManifest.path_in(old / "sandbox/mini/index").read_bytes() != \
         IndexManifest.path_in(new / "sandbox/mini/index").read_bytes()
     assert corpus_row(Lake(new), "mini")["index_dirs"] == [str((new / "sandbox/mini/index").resolve())]
@@ -144,7 +122,7 @@ def test_attached_index_inside_the_warehouse_moves_with_it(tmp_path: Path) -> No
 
     home = tmp_path / "a" / "wh"
     Lake(home).init()
-    texts = _texts(2)
+    texts = mini_texts(2)
     (home / "prebuilt" / "src").mkdir(parents=True)
     (home / "prebuilt" / "src" / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     tok = home / "prebuilt" / "tokenizer.json"
