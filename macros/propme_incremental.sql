@@ -89,37 +89,6 @@
     where spans.length >= params.loop_min_tokens
 {%- endmacro %}
 
-{#- The current inputs of int_generation_facts: one row per (generation, tracing pass). What a pass found for a
-    generation is fixed by the pass (trace_id) and the traced text's hash, so those stand for its spans,
-    documents and counts; the text checks' own input_hash stands for theirs; `params` holds every var. -#}
-{% macro propme_fact_inputs() -%}
-    select
-        run_traces.run_id,
-        run_traces.trace_id,
-        run_traces.setting,
-        run_traces.unit_kind,
-        generations.generation_id,
-        generations.prompt_id,
-        generations.sample_idx,
-        traced.n_index_tokens,
-        traced.generation_id is not null as is_traced,
-        {{ propme_input_hash([
-            'run_traces.run_id', 'run_traces.trace_id', 'run_traces.setting', 'run_traces.unit_kind',
-            'generations.prompt_id', 'generations.sample_idx', 'hash(generations.text)', 'traced.text_hash',
-            'traced.n_index_tokens', 'text_checks.input_hash', 'params.params'
-        ]) }} as input_hash
-    from {{ ref('int_run_traces') }} as run_traces
-    cross join {{ ref('int_propme_params') }} as params
-    inner join {{ ref('stg_generations') }} as generations on run_traces.run_id = generations.run_id
-    left join {{ ref('stg_traced_generations') }} as traced
-        on
-            run_traces.trace_id = traced.trace_id
-            and generations.generation_id = traced.generation_id
-            and md5(generations.text) = traced.text_hash
-    left join {{ ref('int_generation_text_checks') }} as text_checks
-        on generations.generation_id = text_checks.generation_id
-{%- endmacro %}
-
 {#- The input hash of one (run, tracing pass) of a per-run bootstrap (int_setting_bootstrap,
     int_cumulative_filter_bootstrap): its resampling units' rows, in any order, and the bootstrap vars. A run's
     replicates come from its own seeded stream and its own units only, so this hash is everything they depend
