@@ -201,13 +201,15 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     todo = [(n, b) for n, b in zip(names, batches) if not lake.is_done("span_counts", n)]
     skipped = len(batches) - len(todo)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ingest.progress import progress_bar
 
     n_spans = n_docs = 0
     t0 = time.perf_counter()
     done_gens = 0
-    with Progress(TextColumn("[bold]trace"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress, transient=True) as bar:
+    with progress_bar(TextColumn("[bold]trace"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                      TimeElapsedColumn(), TimeRemainingColumn(), enabled=progress) as bar:
         task = bar.add_task("", total=len(generations), completed=sum(len(b) for b in batches) - sum(len(b) for _, b in todo), rate="")
 
         def record(name, result, size):
