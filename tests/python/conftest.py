@@ -40,14 +40,26 @@ def run_cli(*args: str, home: Path | None = None, check: bool = False) -> subpro
 
 
 @pytest.fixture(scope="session")
-def tiny_sandbox(tmp_path_factory) -> Path:
-    """`lmaudit sandbox build --size tiny` (corpus, tokenizer, index, model: ~55 s) once per test session; a test
-    that runs the demo or gpu_check on a fresh warehouse seeds it with `seed_tiny_sandbox` so the build's stage
-    cache hits instead of training the same model again. The build itself (every stage, from nothing) is still
-    run here, and checked stage by stage by test_sandbox.py."""
-    home = tmp_path_factory.mktemp("tiny-sandbox") / "warehouse"
-    run_cli("sandbox", "build", "--size", "tiny", home=home, check=True)
-    return home / "sandbox" / "tiny-seed0"
+def tiny_sandbox_build(tmp_path_factory):
+    """The tiny sandbox (corpus, tokenizer, index, model: ~55 s) built from nothing once per test session, as
+    `lmaudit sandbox build --size tiny` builds it into a warehouse: (SandboxPaths, seconds). test_sandbox.py
+    checks this build stage by stage; tests that run the demo or gpu_check seed their warehouse with a copy
+    (`seed_tiny_sandbox`), so their sandbox step is a cache hit instead of training the same model again."""
+    import time
+
+    from ingest.sandbox import build_sandbox
+    from ingest.sandbox.indexing import sandbox_index_builder
+
+    root = tmp_path_factory.mktemp("tiny-sandbox") / "warehouse" / "sandbox" / "tiny-seed0"
+    t0 = time.perf_counter()
+    paths = build_sandbox("tiny", root, seed=0, index_builder=sandbox_index_builder, progress=False)
+    return paths, time.perf_counter() - t0
+
+
+@pytest.fixture(scope="session")
+def tiny_sandbox(tiny_sandbox_build) -> Path:
+    """The folder of the session's tiny sandbox (see `tiny_sandbox_build`)."""
+    return tiny_sandbox_build[0].root
 
 
 def seed_tiny_sandbox(built: Path, home: Path) -> None:

@@ -1,6 +1,7 @@
 """The offline sandbox: corpus, tokenizer, tiny GPT-2 and the build cache.
 
-The `tiny` sandbox is built once per module (~1 minute on 2 cores); the other tests are cheap.
+The `tiny` sandbox is built once per test session (conftest's `tiny_sandbox_build`, ~1 minute on 2 cores);
+the other tests are cheap.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ingest.sandbox import (
     stage_keys,
     train_tokenizer,
 )
+from ingest.sandbox.indexing import sandbox_index_builder
 from ingest.sandbox.stages import run_stage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,21 +52,20 @@ def _digests(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sandbox") / "tiny"
-    t0 = time.perf_counter()
-    paths = build_sandbox("tiny", root, seed=0, progress=False)
-    return paths, time.perf_counter() - t0
+def tiny(tiny_sandbox_build):
+    """conftest's session build (with the sandbox's index, as `lmaudit sandbox build` makes it): read-only here,
+    since the demo tests copy it; tests that rebuild work on a copy."""
+    return tiny_sandbox_build
 
 
 @pytest.mark.slow
 def test_tiny_build_layout(tiny):
     sb, seconds = tiny
-    assert sb.built == ("corpus", "tokenizer", "model")
-    assert sb.index_dir is None
+    assert sb.built == ("corpus", "tokenizer", "index", "model")  # from nothing: every stage ran, in order
+    assert sb.index_dir == sb.root / "index" and (sb.index_dir / "lmaudit-index.json").is_file()
     for p in (sb.corpus_jsonl, sb.mixture_json, sb.tokenizer_json, sb.train_log, sb.model_dir / "model.safetensors"):
         assert p.is_file(), p
-    for stage in ("corpus", "tokenizer", "model"):
+    for stage in ("corpus", "tokenizer", "index", "model"):
         stamp = json.loads((sb.root / stage / "done.json").read_text())
         assert stamp["key"] == sb.keys[stage]
     assert not [p for p in sb.root.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
@@ -164,7 +165,7 @@ def test_second_build_is_a_cache_hit(tiny):
     sb, _ = tiny
     before = _digests(sb.root)
     t0 = time.perf_counter()
-    again = build_sandbox("tiny", sb.root, seed=0, progress=False)
+    again = build_sandbox("tiny", sb.root, seed=0, index_builder=sandbox_index_builder, progress=False)
     assert time.perf_counter() - t0 < 5
     assert again.built == ()
     assert again.keys == sb.keys
