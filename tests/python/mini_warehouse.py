@@ -33,3 +33,24 @@ def mini_warehouse(home: Path, seed: int) -> None:
     byte_level_bpe(texts, 300 + seed).save(str(root / "tok" / "tokenizer.json"))
     build_index([root / "corpus"], str(root / "tok" / "tokenizer.json"), root / "index", progress=False)
     register_corpus(Lake(home), "mini", [root / "index"])
+
+
+def mini_prebuilt(home: Path, seed: int, with_ids: bool = True) -> tuple[list[str], Path]:
+    """A prebuilt index folder inside the warehouse (home/prebuilt/data, no lmaudit manifest or unigram table,
+    as a published index comes) and its tokenizer, attached as corpus 'pub': (the documents' texts, tokenizer)."""
+    from ingest.corpora import attach_corpus
+    from ingest.index import build_index
+
+    Lake(home).init()
+    texts = mini_texts(seed)
+    src = home / "prebuilt" / "src"
+    src.mkdir(parents=True)
+    src.joinpath("docs.jsonl").write_text("".join(
+        json.dumps({"text": t, "id": f"d{i}"} if with_ids else {"text": t}) + "\n" for i, t in enumerate(texts)))
+    tok = home / "prebuilt" / "tokenizer.json"
+    byte_level_bpe(texts, 300).save(str(tok))
+    build_index([src], str(tok), home / "prebuilt" / "data", progress=False)
+    for extra in ("lmaudit-index.json", "lmaudit-logprob.npy"):
+        (home / "prebuilt" / "data" / extra).unlink()
+    attach_corpus(Lake(home), "pub", [home / "prebuilt" / "data"], str(tok))
+    return texts, tok

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import byte_level_bpe, run_cli
-from mini_warehouse import mini_texts, mini_warehouse
+from mini_warehouse import mini_prebuilt, mini_texts, mini_warehouse
 
 from ingest.lake import Lake
 
@@ -116,22 +116,11 @@ def test_provenance_of_a_legacy_pass_after_the_same_index_is_attached_again(tmp_
     import time
 
     from ingest.corpora import attach_corpus, corpus_row
-    from ingest.index import build_index
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob
 
     home = tmp_path / "wh"
-    Lake(home).init()
-    texts = mini_texts(3)
-    (home / "prebuilt" / "src").mkdir(parents=True)
-    (home / "prebuilt" / "src" / "docs.jsonl").write_text(
-        "".join(json.dumps({"text": t, "id": f"d{i}"}) + "\n" for i, t in enumerate(texts)))
-    tok = home / "prebuilt" / "tokenizer.json"
-    byte_level_bpe(texts, 300).save(str(tok))
-    build_index([home / "prebuilt" / "src"], str(tok), home / "prebuilt" / "data", progress=False)
-    for extra in ("lmaudit-index.json", "lmaudit-logprob.npy"):
-        (home / "prebuilt" / "data" / extra).unlink()
-    attach_corpus(Lake(home), "pub", [home / "prebuilt" / "data"], str(tok))
+    texts, tok = mini_prebuilt(home, 3)
     gens = tmp_path / "gens.jsonl"
     gens.write_text("".join(json.dumps({"text": t[40:500]}) + "\n" for t in texts[:4]))
     run_cli("import", "generations", str(gens), "--run-id", "r1", "--model", "m", "--setting", "unconditional",

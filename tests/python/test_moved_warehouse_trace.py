@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import byte_level_bpe, run_cli
-from mini_warehouse import mini_texts, mini_warehouse
+from conftest import run_cli
+from mini_warehouse import mini_prebuilt, mini_texts, mini_warehouse
 
 from ingest.lake import Lake
 
@@ -117,20 +117,10 @@ def test_attached_index_inside_the_warehouse_moves_with_it(tmp_path: Path) -> No
     """An attached prebuilt folder (no lmaudit manifest: the manifest goes to `indexes/`, pointing at the data
     folder by its absolute path) and its tokenizer, both inside the warehouse: after `mv` the corpus opens the
     moved data folder and tokenizer; the documents read back are the ones read before."""
-    from ingest.corpora import attach_corpus, open_corpus
-    from ingest.index import build_index
+    from ingest.corpora import open_corpus
 
     home = tmp_path / "a" / "wh"
-    Lake(home).init()
-    texts = mini_texts(2)
-    (home / "prebuilt" / "src").mkdir(parents=True)
-    (home / "prebuilt" / "src" / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
-    tok = home / "prebuilt" / "tokenizer.json"
-    byte_level_bpe(texts, 300).save(str(tok))
-    build_index([home / "prebuilt" / "src"], str(tok), home / "prebuilt" / "data", progress=False)
-    for extra in ("lmaudit-index.json", "lmaudit-logprob.npy"):
-        (home / "prebuilt" / "data" / extra).unlink()
-    attach_corpus(Lake(home), "pub", [home / "prebuilt" / "data"], str(tok))
+    texts, _ = mini_prebuilt(home, 2, with_ids=False)
 
     def docs(h: Path) -> tuple[list[str], list[str]]:
         c = open_corpus(Lake(h), "pub")
