@@ -178,6 +178,9 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
              for part in lake.partitions(table) if part.startswith(prefix) and part not in names]
     if source == FILE_SOURCE:  # all files share the prefix: a file's earlier versions are found by their ids
         stale = superseded(lake, f"{trace_id[:16]}--", names, [gid for gid, _ in generations])
+    else:  # a file's batch holding these ids (a file exported from this run) is replaced too: one set per id
+        stale += superseded(lake, f"{trace_id[:16]}--{make_key(FILE_SOURCE)[:12]}--", names,
+                            [gid for gid, _ in generations])
 
     def pass_row(finished: datetime | None) -> list[dict]:
         # folders inside the warehouse relative to it: a moved or copied warehouse finds them (ingest/home.py)

@@ -176,3 +176,21 @@ def test_a_file_reusing_a_runs_ids_replaces_that_runs_batch(index, tmp_path: Pat
     _trace(home, index, _write(tmp_path / "exported.jsonl", {"g1": gens["g1"] + " edited"}))
     # the run's batch (g0, g1) is gone, (g2, g3) stays; g1 once, with the file's text
     _check_keys(home, {"g1": gens["g1"] + " edited", "g2": gens["g2"], "g3": gens["g3"]})
+
+
+def test_a_run_traced_after_a_file_with_its_ids_replaces_the_files_batch(index, tmp_path: Path) -> None:
+    """The other order: a file exported from a run (its ids) is traced, then `lmaudit trace --run` is run again
+    (a resume that found the run's first batch gone). The run's rows win; the file's batch holding g1 must go,
+    or g1 has two traced rows and two sets of spans in the pass and `lmaudit build` fails its unique tests."""
+    home = tmp_path / "wh"
+    gens = _gens(range(4))
+
+    def trace_run():
+        return trace_generations(Lake(home), TraceJob((index,), TraceParams()), sorted(gens.items()), "run:r",
+                                 batch_size=2, progress=False)
+
+    trace_run()
+    _trace(home, index, _write(tmp_path / "exported.jsonl", {"g1": gens["g1"] + " edited"}))
+    s = trace_run()
+    assert s.n_skipped == 1  # (g2, g3) stayed; (g0, g1) is traced again
+    _check_keys(home, gens)
