@@ -165,6 +165,7 @@ def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str
     for d in job.index_dirs:  # one-line errors for a missing folder or manifest, before anything is written
         IndexManifest.load(d)
     open_tracer(job, "check")  # and for damaged index files (sizes, suffix-array spot check, tables)
+    lake.recover()  # a killed step's committed batch becomes visible before the plan and its stale set are read
     legacy = job.legacy_trace_id
     trace_id = legacy if f"trace--{legacy}" in lake.partitions("trace_runs") else job.trace_id
     started = datetime.now(timezone.utc)

@@ -194,3 +194,28 @@ def test_a_run_traced_after_a_file_with_its_ids_replaces_the_files_batch(index, 
     s = trace_run()
     assert s.n_skipped == 1  # (g2, g3) stayed; (g0, g1) is traced again
     _check_keys(home, gens)
+
+
+def test_a_trace_after_a_crash_in_a_commit_replaces_the_committed_batch(index, tmp_path: Path, monkeypatch) -> None:
+    """A trace killed after its batch's transaction committed (the journal written) but before its renames were
+    applied leaves the journal; the next lake use applies it. The next trace of the file (edited again) must see
+    that batch before it decides what to replace: planned from the lake as it was, it kept the crashed trace's
+    batch beside its own (g0 and g1 twice) once the journal was applied under it."""
+    home = tmp_path / "wh"
+    file = _write(tmp_path / "gens.jsonl", _gens())
+    _trace(home, index, file)
+
+    class Killed(Exception):
+        pass
+
+    def killed(self, journal):  # kill -9 right after the commit point
+        raise Killed
+
+    monkeypatch.setattr(Lake, "_apply", killed)
+    with pytest.raises(Killed):
+        _trace(home, index, _write(file, {**_gens(), "g1": _gens()["g1"] + " edited"}))
+    monkeypatch.undo()
+    again = {**_gens(), "g1": _gens()["g1"] + " edited again"}
+    _trace(home, index, _write(file, again))
+    _check_keys(home, again)
+    assert _rows(home) == _fresh(tmp_path, index, file)
