@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.build_memory import (ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL, BuildMemory, build_memory, duckdb_config,
-                                  remove_spill)
+from ingest.build_memory import (ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL, ENV_PYTHON_BATCH, BuildMemory, build_memory,
+                                  duckdb_config, remove_spill)
 from ingest.errors import UserError
 from ingest.home import ENV_HOME, project_dir
 from ingest.lake import Lake
@@ -40,13 +40,15 @@ class BuildResult:
 @contextmanager
 def _dbt_environment(home: Path, memory: BuildMemory):
     saved = {k: os.environ.get(k) for k in (ENV_HOME, "DBT_TARGET_PATH", "DBT_LOG_PATH", "DBT_SEND_ANONYMOUS_USAGE_STATS",
-                                            "DBT_INDIRECT_SELECTION", ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL)}
+                                            "DBT_INDIRECT_SELECTION", ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL,
+                                            ENV_PYTHON_BATCH)}
     os.environ[ENV_HOME] = str(home)
     # profiles.yml opens the database with these (`config_options`): DuckDB's share of the build's memory and
     # a spill folder inside the warehouse (ingest/build_memory.py)
     config = duckdb_config(home, memory)
     os.environ[ENV_DUCKDB_LIMIT] = config["memory_limit"]
     os.environ[ENV_DUCKDB_SPILL] = config["temp_directory"]
+    os.environ[ENV_PYTHON_BATCH] = str(memory.python_batch_bytes)  # the per-run Python models' batches
     os.environ["DBT_TARGET_PATH"] = str(home / "dbt" / "target")
     os.environ["DBT_LOG_PATH"] = str(home / "dbt" / "logs")
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"

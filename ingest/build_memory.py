@@ -27,9 +27,14 @@ ENV_MEMORY = "LMAUDIT_MEMORY_LIMIT"
 # what profiles.yml reads (set by `ingest.build.run_dbt` for each dbt invocation)
 ENV_DUCKDB_LIMIT = "LMAUDIT_DUCKDB_MEMORY_LIMIT"
 ENV_DUCKDB_SPILL = "LMAUDIT_DUCKDB_TEMP_DIRECTORY"
+# what the per-run Python models read (ingest/marts/incremental.py): bytes one batch of their input may take
+ENV_PYTHON_BATCH = "LMAUDIT_PYTHON_BATCH_BYTES"
 
 DEFAULT_SHARE = 0.5  # of the machine's memory, when $LMAUDIT_MEMORY_LIMIT is not set
 DUCKDB_SHARE = 0.6  # of the build's budget, for DuckDB's buffer manager
+# of what the budget leaves outside DuckDB, for one batch of a per-run Python model: dbt's two threads may
+# run two of them at once, beside dbt and the interpreter
+PYTHON_BATCH_SHARE = 0.5
 MIN_BUDGET = 512 << 20  # below this DuckDB cannot hold one row group of the big tables per thread
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
@@ -48,6 +53,11 @@ class BuildMemory:
     @property
     def duckdb_limit(self) -> int:
         return int(self.budget * DUCKDB_SHARE)
+
+    @property
+    def python_batch_bytes(self) -> int:
+        """What one batch of a per-run Python model may hold (its Arrow input and the arrays made from it)."""
+        return int((self.budget - self.duckdb_limit) * PYTHON_BATCH_SHARE)
 
     def duckdb_setting(self) -> str:
         """`memory_limit` as DuckDB reads it (whole MiB)."""
@@ -123,6 +133,14 @@ def spill_dir(home: Path) -> Path:
 def remove_spill(home: Path) -> None:
     """Remove the spill folder (DuckDB deletes its files when the database closes; a killed build leaves them)."""
     shutil.rmtree(spill_dir(home), ignore_errors=True)
+
+
+def python_batch_bytes(environ: dict[str, str] | None = None) -> int:
+    """The batch size a Python model was given (`$LMAUDIT_PYTHON_BATCH_BYTES`, set by `lmaudit build`), else
+    the same figure from the budget (a plain `dbt build`)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(ENV_PYTHON_BATCH, "").strip()
+    return int(raw) if raw.isdigit() else build_memory(env).python_batch_bytes
 
 
 def duckdb_config(home: Path, memory: BuildMemory) -> dict[str, str]:

@@ -7,10 +7,12 @@ build the model first deletes its rows whose (run_id, trace_id, input_hash) is n
 vanished run), then computes the groups whose current hash has no row left and returns them (dbt appends
 them), each row carrying its group's hash. A first build or `--full-refresh` computes every group.
 
-Memory: the units are read a few groups at a time (`batches`: as many runs as the models' worker threads), never
-the whole table, so a build's Python memory is bounded by its largest runs, not by the lake (issue 32; the rest of
-the build is bounded by DuckDB's memory_limit, ingest/build_memory.py). Each run's rows depend on that run alone,
-so the result is the same as one pass over every run.
+Memory: the units are read a few groups at a time, never the whole table (`batches`): as many runs as the models'
+worker threads, but no more input rows than the build's budget gives one batch of a Python model
+(`python_batch_bytes` / UNIT_ROW_BYTES; a run larger than that is a batch of its own). So a build's Python memory
+is bounded by its largest run, not by the lake (issue 32; the rest of the build is bounded by DuckDB's
+memory_limit, ingest/build_memory.py). Each run's rows depend on that run alone, so the result is the same as one
+pass over every run, whatever the batches.
 
 The delete runs on the session dbt-duckdb hands the model, which is dbt's own connection: it is part of the
 build's transaction, so a failed build keeps the old rows. (A pre-hook cannot do it: with DuckDB 2 its
@@ -25,10 +27,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.build_memory import python_batch_bytes
 from ingest.marts.common import arrow_of, workers
 
 _SEP = "\x1f"
 RUN = ("run_id", "trace_id")  # the group of a per-run model; a per-pair model passes ("run_a", "run_b", "trace_id")
+# Python memory per input row of a per-run bootstrap: the Arrow rows of the projected units (run, pass, unit,
+# metric, four numbers) and the codes, sort order and matrices `unit_matrices` makes from them. Measured on
+# 16x-paper-scale runs (160,000 units x 30 metrics) with DuckDB's share set: 278-304 bytes per row above the
+# process's start (2026-12-04); rounded up.
+UNIT_ROW_BYTES = 320
 
 
 def _group_keys(t: pa.Table, keys: tuple[str, ...] = RUN) -> list[str]:
@@ -71,14 +79,36 @@ def sql_group_filter(groups: pa.Table, keys: tuple[str, ...] = RUN) -> str:
     return f"{head}{expr} in ({_literals(values)})"
 
 
-def batches(groups: pa.Table, keys: tuple[str, ...] = RUN, size: int | None = None) -> list[pa.Table]:
-    """`groups` cut into tables of `size` rows (default: the models' worker threads), in sorted key order."""
+def batches(groups: pa.Table, keys: tuple[str, ...] = RUN, size: int | None = None,
+            rows: list[int] | None = None, max_rows: int | None = None) -> list[pa.Table]:
+    """`groups` cut into tables in sorted key order, each of at most `size` groups (default: the models' worker
+    threads) and, when `rows` (each group's input rows, in `groups`' order) is given, of at most `max_rows`
+    input rows, but never empty: a group larger than `max_rows` is a batch of its own."""
     size = size or workers()
     if groups.num_rows == 0:
         return []
     order = sorted(range(groups.num_rows), key=_group_keys(groups, keys).__getitem__)
     ordered = groups.take(pa.array(order, pa.int64()))
-    return [ordered.slice(i, size) for i in range(0, ordered.num_rows, size)]
+    if rows is None or max_rows is None:
+        return [ordered.slice(i, size) for i in range(0, ordered.num_rows, size)]
+    out, start, held = [], 0, 0
+    for i, g in enumerate(order):
+        n = rows[g]
+        if i > start and (i - start >= size or held + n > max_rows):
+            out.append(ordered.slice(start, i - start))
+            start, held = i, 0
+        held += n
+    out.append(ordered.slice(start, len(order) - start))
+    return out
+
+
+def group_rows(units: Any, groups: pa.Table) -> list[int]:
+    """How many rows of `units` each of `groups` (per-run keys) has, in `groups`' order (one count query)."""
+    if groups.num_rows == 0:
+        return []
+    counted = arrow_of(units.filter(sql_group_filter(groups)).aggregate("run_id, trace_id, count(*) as n_rows"))
+    have = dict(zip(_group_keys(counted), counted.column("n_rows").to_pylist()))
+    return [int(have.get(k, 0)) for k in _group_keys(groups)]
 
 
 def with_input_hash(result: pa.Table, groups: pa.Table, keys: tuple[str, ...] = RUN) -> pa.Table:
@@ -91,11 +121,12 @@ def with_input_hash(result: pa.Table, groups: pa.Table, keys: tuple[str, ...] = 
 def incremental_by_run(dbt: Any, session: Any, units: Any, inputs: Any,
                        compute: Callable[[pa.Table], pa.Table]) -> pa.Table:
     """The whole pattern: the groups to compute (`inputs`: the `<model>_inputs` relation), their rows of
-    `units` (a relation with run_id and trace_id) read a batch of groups at a time, `compute(those rows)` per
-    batch, the hash column. (The models pass relations, not names: dbt finds a Python model's dependencies in
+    `units` (a relation with run_id and trace_id: project it to the columns `compute` reads, every column
+    costs memory per row) read a batch of groups at a time, `compute(those rows)` per batch, the hash column. (The models pass relations, not names: dbt finds a Python model's dependencies in
     its own `dbt.ref("...")` calls.)"""
     groups = groups_to_compute(dbt, session, inputs)
-    parts = [compute(arrow_of(units.filter(sql_group_filter(batch)))) for batch in batches(groups)]
+    cut = batches(groups, rows=group_rows(units, groups), max_rows=max(1, python_batch_bytes() // UNIT_ROW_BYTES))
+    parts = [compute(arrow_of(units.filter(sql_group_filter(batch)))) for batch in cut]
     if not parts:  # nothing to compute: the empty table with the model's schema
         parts = [compute(arrow_of(units.filter("false")))]
     return with_input_hash(pa.concat_tables(parts), groups)

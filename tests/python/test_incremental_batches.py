@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from ingest.marts.incremental import batches, sql_group_filter
+from ingest.marts.incremental import batches, group_rows, sql_group_filter
 
 ROWS = [("r1", "t1", 1), ("r1", "t2", 2), ("r2", None, 3), ("r'3", "t1", 4), ("r2", "t1", 5), ("r4", "t1", 6),
         ("r1", "t1", 7)]
@@ -42,3 +42,39 @@ def test_a_batch_filter_selects_exactly_its_groups_rows() -> None:
         expected = sorted(v for run, trace, v in ROWS if (run, trace) in chosen)
         assert got == expected, (chosen, where)
     con.close()
+
+
+def _cut(keys: list[tuple], rows: list[int], size: int, max_rows: int) -> list[list[tuple]]:
+    parts = batches(_groups(keys), size=size, rows=rows, max_rows=max_rows)
+    return [[(r["run_id"], r["trace_id"]) for r in p.to_pylist()] for p in parts]
+
+
+def test_batches_hold_no_more_input_rows_than_the_budget_but_a_large_run_goes_alone() -> None:
+    # hand-cut: key order r1/t1 (5 rows), r1/t2 (2), r2/None (9: over the budget, alone), r4/t1 (3), r5/t1 (1)
+    keys = [("r4", "t1"), ("r2", None), ("r1", "t2"), ("r5", "t1"), ("r1", "t1")]
+    rows = [3, 9, 2, 1, 5]
+    assert _cut(keys, rows, size=2, max_rows=8) == [[("r1", "t1"), ("r1", "t2")], [("r2", None)],
+                                                    [("r4", "t1"), ("r5", "t1")]]
+    assert _cut(keys, rows, size=2, max_rows=6) == [[("r1", "t1")], [("r1", "t2")], [("r2", None)],
+                                                    [("r4", "t1"), ("r5", "t1")]]
+    assert _cut(keys, rows, size=3, max_rows=100) == [[("r1", "t1"), ("r1", "t2"), ("r2", None)],
+                                                      [("r4", "t1"), ("r5", "t1")]]
+    assert _cut(keys, rows, size=5, max_rows=1) == [[k] for k in sorted(keys, key=lambda k: (k[0], k[1] or ""))]
+
+
+def test_group_rows_counts_each_groups_units() -> None:
+    con = duckdb.connect()
+    con.register("units", _units())
+    chosen = [("r1", "t1"), ("r2", None), ("r9", "t1")]
+    assert group_rows(con.table("units"), _groups(chosen)) == [2, 1, 0]
+    assert group_rows(con.table("units"), _groups([])) == []
+    con.close()
+
+
+def test_the_batch_budget_comes_from_the_build() -> None:
+    from ingest.build_memory import (DUCKDB_SHARE, ENV_MEMORY, ENV_PYTHON_BATCH, PYTHON_BATCH_SHARE,
+                                     python_batch_bytes)
+
+    assert python_batch_bytes({ENV_PYTHON_BATCH: "123456"}) == 123456
+    expected = int((6 * 10**9 - int(6 * 10**9 * DUCKDB_SHARE)) * PYTHON_BATCH_SHARE)
+    assert python_batch_bytes({ENV_MEMORY: "6GB"}) == expected  # a plain `dbt build`: the same figure

@@ -12,6 +12,6 @@ def model(dbt, session):
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     units = dbt.ref("int_cumulative_filter_units").project(
-        "run_id, trace_id, unit_id, unit_kind, metric_key as metric, num, den, n_generations, n_eligible")
+        "run_id, trace_id, unit_id, metric_key as metric, num, den, n_generations, n_eligible")
     return incremental_by_run(dbt, session, units, dbt.ref("int_cumulative_filter_bootstrap_inputs"),
                               lambda rows: keyed_bootstrap(rows, params))

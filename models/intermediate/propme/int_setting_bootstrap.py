@@ -12,5 +12,9 @@ def model(dbt, session):
     from ingest.marts.propme import Params, setting_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
-    return incremental_by_run(dbt, session, dbt.ref("int_metric_units"), dbt.ref("int_setting_bootstrap_inputs"),
-                              lambda units: setting_bootstrap(units, params))
+    # only what the bootstrap reads: at 16x paper scale a run is 4.8M unit rows, and the hash and kind strings
+    # were a sixth of the batch's memory
+    units = dbt.ref("int_metric_units").project(
+        "run_id, trace_id, unit_id, metric, num, den, n_generations, n_eligible")
+    return incremental_by_run(dbt, session, units, dbt.ref("int_setting_bootstrap_inputs"),
+                              lambda rows: setting_bootstrap(rows, params))
