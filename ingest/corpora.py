@@ -132,6 +132,9 @@ def current_index_dirs(lake: Lake, row: dict[str, Any]) -> list[str]:
     and the original warehouse is never read (it may be gone, or hold another index by now).
     Folders whose manifests are not the registered ones are refused (one line); missing ones are left to the
     caller, which names them (`missing_index_message`)."""
+    if not row.get("index_dirs"):  # a corpora row written by hand (or by a tool) without its folders
+        raise UserError(f"corpus {row['name']!r} names no index folder in the lake's corpora table; register its "
+                        f"index again (`lmaudit index attach FOLDER --tokenizer TOKENIZER --name {row['name']}`)")
     stored = list(row["index_dirs"])
     dirs = [str(from_stored(lake.home, d)) for d in stored]
     moved = [moved_into(lake.home, d) if os.path.isabs(s) else d for s, d in zip(stored, dirs)]

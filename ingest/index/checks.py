@@ -163,6 +163,9 @@ def validate_index_files(index_dir: str | os.PathLike[str], manifest: IndexManif
         expected |= {f"{r}.{s}" for s in range(n) for r in ("metadata", "metaoff")}
     if has_unigram:
         expected |= {f"unigram.{s}" for s in range(n)}
+    if not folder.is_dir():  # an attached index whose data folder (manifest.data_dir) was moved or unmounted
+        raise UserError(f"{folder}: the index's data folder is gone or not a folder; mount or move it back, or "
+                        "re-attach the index where its files are now (`lmaudit index attach`)")
     for entry in sorted(os.listdir(folder)):
         if entry not in expected and any(word in entry for word in FORBIDDEN_PATH_WORDS):
             raise UserError(

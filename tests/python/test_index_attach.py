@@ -160,3 +160,31 @@ def test_every_file_is_checked_on_attach(prebuilt, tmp_path, damage, words) -> N
 def test_the_tokenizer_rule_for_an_lmaudit_built_folder_is_documented() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "an explicit `--tokenizer` must match" in readme
+
+
+def test_a_data_folder_moved_away_after_attach_is_one_line(prebuilt, tmp_path) -> None:
+    import shutil
+
+    from ingest.errors import UserError
+
+    data = tmp_path / "mounted-set"
+    shutil.copytree(prebuilt["folders"][0], data)
+    home = tmp_path / "wh"
+    p = run_cli("index", "attach", str(data), "--tokenizer", str(prebuilt["tokenizer"]), "--name", "mounted",
+                home=home)
+    assert p.returncode == 0, p.stderr
+    open_corpus(Lake(home), "mounted").engine.close()
+    for q in [data, *data.iterdir()]:
+        q.chmod(q.stat().st_mode | stat.S_IWUSR)
+    data.rename(tmp_path / "unmounted")  # the shared folder is gone (before: a raw FileNotFoundError)
+    with pytest.raises(UserError, match="data folder is gone.*re-attach"):
+        open_corpus(Lake(home), "mounted")
+
+
+def test_a_corpora_row_without_index_folders_is_one_line(tmp_path) -> None:
+    from ingest.corpora import current_index_dirs
+    from ingest.errors import UserError
+
+    lake = Lake(tmp_path / "wh")
+    with pytest.raises(UserError, match="names no index folder.*index attach"):
+        current_index_dirs(lake, {"name": "hand-made", "index_dirs": None, "manifest_hash": "x"})
