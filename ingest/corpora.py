@@ -148,6 +148,22 @@ def current_index_dirs(lake: Lake, row: dict[str, Any]) -> list[str]:
     return dirs
 
 
+def corpus_of_index(lake: Lake, index_dirs: list[str] | tuple[str, ...]) -> str | None:
+    """The id of the registered corpus whose index is exactly these folders (in this order), else None: a
+    `trace --index DIR` of a registered index records the same corpus as `trace --corpus NAME` does (before,
+    the pass's corpus_id flipped to NULL and back with the flag used)."""
+    wanted = [str(Path(d).resolve()) for d in index_dirs]
+    found = []
+    for row in lake.read("corpora").to_pylist():
+        try:
+            dirs = current_index_dirs(lake, row)
+        except UserError:  # a corpus whose folder now holds another index is not this one
+            continue
+        if [str(Path(d).resolve()) for d in dirs] == wanted:
+            found.append(row["corpus_id"])
+    return found[0] if len(set(found)) == 1 else None
+
+
 def moved_into(home: Path, recorded: str) -> str:
     """`recorded` as the longest tail of it that is an index folder in this warehouse, else as recorded."""
     from ingest.index.manifest import IndexManifest

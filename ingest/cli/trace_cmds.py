@@ -68,7 +68,7 @@ def trace(
     """Trace generations span by span; re-running the same command resumes where it stopped."""
     import os
 
-    from ingest.corpora import corpus_row
+    from ingest.corpora import corpus_of_index, corpus_row
     from ingest.errors import UserError
     from ingest.trace.params import TraceParams
     from ingest.trace.run import TraceJob, trace_generations
@@ -93,6 +93,7 @@ def trace(
     corpus_id = None
     if index:
         dirs = tuple(str(Path(d).resolve()) for d in index)
+        corpus_id = corpus_of_index(lake, dirs)  # a registered index: the same pass as --corpus NAME gives
     else:
         name = corpus
         if name is None and run is not None:
