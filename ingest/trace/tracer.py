@@ -9,12 +9,14 @@ count (`find_many_bytes`), the picking of each span's occurrences (`windowkernel
 RNG's draws stay in Python), every document window (`windows_bytes`, ingest/index/doc_windows.py), keeping
 one window per document and per distinct window (`dedup_requests`), and the decoding, match tier and
 nv-recall of every distinct window (`windowkernel.scan_windows`, ASCII windows and non-ASCII ones made of
-`normalize.plain_chars` alike); the generation's normalization (ASCII) and the tokenizer's encode release
-the GIL too. Python keeps the glue and builds the output rows (keys, dicts, metadata JSON cached per
-document, each window's text as a str), plus what the kernels leave to it exactly: windows that are not
-valid UTF-8 (decoded by the tokenizer) and the tier and nv-recall words of windows with other non-ASCII
-characters. That is ~25% of a trace's CPU, so 2 threads are bounded near 1.6x by Amdahl and worker
-processes still scale further than threads (BENCHMARKS.md, "Threads and the GIL"). Any other engine or
+`normalize.plain_chars` alike), the maximal spans and their unigram scores (`spankernel`) and every row
+key, span and span-document ids alike, in one call per kind (`keykernel`, BLAKE2b); the generation's
+normalization (ASCII) and the tokenizer's encode release the GIL too. Python keeps the glue and builds the
+output rows (dicts, metadata JSON cached per document, each window's text as a str), plus what the kernels
+leave to it exactly: windows that are not valid UTF-8 (decoded by the tokenizer) and the tier and nv-recall
+words of windows with other non-ASCII characters. That is ~20% of a trace's CPU, so 2 threads are bounded
+near 1.7x by Amdahl and worker processes still scale further than threads (BENCHMARKS.md, "Threads and the
+GIL"). Any other engine or
 tokenizer, or numba missing, takes the Python path step by step (same rows: tests/python/test_trace_fast.py).
 Output rows use the lake's column names so the batch runner can write them as they are.
 
@@ -42,7 +44,7 @@ from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
 from ingest.trace.normalize import normalize_document, normalize_words, plain_chars
 from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, PreparedGeneration, nv_recall_window
 from ingest.trace.params import TraceParams
-from ingest.trace import tierkernel
+from ingest.trace import keykernel, spankernel, tierkernel
 from ingest.trace import windowkernel as wk
 from ingest.trace.tierkernel import normalized_holds
 
@@ -276,34 +278,6 @@ class _LazyRng:
         return self._rng.sample(population, k)
 
 
-def _key_part(p: object) -> str:
-    """One part of `make_key`'s encoding (ingest/lake/keys.py: None distinct from "", the type name
-    before the value): the tracer hashes keys with a fixed prefix per generation or span, so it builds
-    the encoding itself; tests/python/test_trace_fast.py compares `_Keys` with `make_key`."""
-    return "\x00" if p is None else f"{type(p).__name__}:{p}"
-
-
-class _Keys:
-    """`make_key(*prefix, *rest)` with the prefix encoded once: span ids (trace, generation, start, end) and
-    span-document ids (span, shard, document) are hashed thousands of times per batch."""
-
-    __slots__ = ("_head",)
-
-    def __init__(self, *prefix: object):
-        self._head = "\x1f".join(_key_part(p) for p in prefix) + "\x1f"
-
-    @classmethod
-    def of_span(cls, span_id: str) -> _Keys:
-        """`_Keys(span_id)` for a str span id, without the general encoding."""
-        k = cls.__new__(cls)
-        k._head = f"str:{span_id}\x1f"
-        return k
-
-    def ints(self, a: int, b: int) -> str:
-        """`make_key(*prefix, a, b)` for two Python ints."""
-        return hashlib.blake2b(f"{self._head}int:{a}\x1fint:{b}".encode("utf-8"), digest_size=16).hexdigest()
-
-
 class Tracer:
     def __init__(self, engine, tokenizer, logprobs: np.ndarray, floor: float, params: TraceParams,
                  trace_id: str):
@@ -412,6 +386,24 @@ class Tracer:
             return float(sum(itemgetter(*ids)(lp)))
         floor = self.floor
         return float(sum(lp[t] if t < n else floor for t in ids))
+
+    def _spans_compiled(self, n: list[int], g: _Gen, arr: Any) -> list[tuple[int, int, float]] | None:
+        """`(b, e, self._score(ids[b:e]))` for every span of `self._filter(ids, maximal_spans(n), g)` in token
+        mode, the maximal spans and their scores each in one compiled call (`ingest.trace.spankernel`);
+        None when the kernels are off or their sums would not be `sum()`'s (Python >= 3.12)."""
+        if not (spankernel.SAME_AS_SUM and spankernel.available()):
+            return None
+        bs, es = spankernel.maximal_spans(np.asarray(n, dtype=np.int64), self.p.min_span_len)
+        long = list(zip(bs.tolist(), es.tolist()))
+        self._decode_spans(g, long)
+        texts = g.span_text
+        keep = [i for i, be in enumerate(long) if (texts.get(be) or self._text(g, *be)).strip()]
+        if len(keep) < len(long):
+            at = np.array(keep, dtype=np.int64)
+            bs, es = bs[at], es[at]
+        ids = np.asarray(g.ids if arr is None else arr, dtype=np.int64)
+        scores = spankernel.span_scores(ids, self.logprobs, self.floor, bs, es).tolist()
+        return [(b, e, sc) for (b, e), sc in zip([long[i] for i in keep], scores)]
 
     # -- span filters ---------------------------------------------------------------------------
     def _filter(self, ids: list[int], spans: list[tuple[int, int]], g: _Gen | None = None) -> list[tuple[int, int]]:
@@ -560,7 +552,7 @@ class Tracer:
                                                    (wb.boff[1:] - wb.boff[:-1]) // w,
                                                    np.array([only for _, _, only in jobs], dtype=np.bool_))
         sh_l, doc_l, local_l, job_l = wb.shard.tolist(), wb.doc_ix.tolist(), wb.local.tolist(), job.tolist()
-        kept_l, win_l = kept.tolist(), win.tolist()
+        win_l = win.tolist()
         wins: list[list[Any]] = []  # [text, tier, nv] of each distinct window
         if first.size:
             res = np.zeros((first.size, 7), dtype=np.int64)
@@ -571,29 +563,34 @@ class Tracer:
                 g.squeezed_bytes, nvg.buf if nvg is not None else _EMPTY,
                 nvg.param_array if nvg is not None else _PARAMS0, want, res, plain)
             res_l, off_l, boff = res.tolist(), off.tolist(), wb.boff
-            raw_all = text[:off_l[-1]].tobytes()  # the kernel reserves more than it fills
+            # the texts are decoded straight from the kernel's buffer (one copy each, not three: ~13 MB of
+            # window text per 200 traces, copied under the GIL)
+            raw_all = memoryview(text)
             for t, i in enumerate(first.tolist()):
                 valid, _, tier, nv_done, matched, ng, nd = res_l[t]
                 if valid:
                     raw = raw_all[off_l[t]:off_l[t + 1]]
-                    window = raw.decode("utf-8")
+                    window = str(raw, "utf-8")
                     if not tier:  # a non-ASCII window: the normalized tier from its bytes when NFKC-normal
-                        tier = _TIER_CODES[self._tier(g, window, raw)]
+                        tier = _TIER_CODES[self._tier(g, window, raw.tobytes())]
                 else:
                     window = self._decode(np.frombuffer(wb.buf[boff[i]:boff[i + 1]].tobytes(),
                                                         dtype=f"<u{w}").tolist())
                 wins.append([window, _TIERS[tier] if valid else None,
                              (matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None])
-        kept_by_job: list[list[int]] = [[] for _ in jobs]
-        for i, j in enumerate(job_l):
-            if kept_l[i]:
-                kept_by_job[j].append(i)
+        # the rows' keys, make_key(span_id, shard, doc_ix), in one compiled call for every kept window
+        kidx = np.flatnonzero(kept)
+        heads = [f"str:{sid(s)}\x1f".encode() for s, _, _ in jobs]  # keykernel.prefix_bytes of a str span id
+        dkeys = keykernel.pair_keys(heads, job[kidx], wb.shard[kidx], wb.doc_ix[kidx])
+        kept_by_job: list[list[tuple[int, str]]] = [[] for _ in jobs]
+        for i, key in zip(kidx.tolist(), dkeys):
+            kept_by_job[job_l[i]].append((i, key))
+        meta = self._meta
         out = []
         for j, (s, _, only) in enumerate(jobs):
             span_id = sid(s)
-            dkey = _Keys.of_span(span_id).ints
             rows = []
-            for i in kept_by_job[j]:
+            for i, key in kept_by_job[j]:
                 cached = wins[win_l[i]]
                 window = cached[0]
                 if cached[1] is None:
@@ -605,9 +602,11 @@ class Tracer:
                     r = nv_recall_window(g.nv(p.nv_variant), window)
                     cached[2] = (r.recall, r.matched_words, r.generation_words, r.document_words)
                 recall, matched, ng, nd = cached[2]
-                doc_id, source, domain, meta_json = self._doc_fields(sh_l[i], local_l[i])
+                sh = sh_l[i]
+                f = meta.get((sh, local_l[i]))
+                doc_id, source, domain, meta_json = self._doc_fields(sh, local_l[i]) if f is None else f
                 rows.append({
-                    "span_document_id": dkey(sh_l[i], doc_l[i]), "span_id": span_id, "shard": sh_l[i],
+                    "span_document_id": key, "span_id": span_id, "shard": sh,
                     "doc_ix": doc_l[i], "doc_id": doc_id, "source": source, "domain": domain, "metadata": meta_json,
                     "window_text": window, "match_tier": tier, "nv_recall": recall, "nv_matched_words": matched,
                     "nv_generation_words": ng, "nv_document_words": nd,
@@ -710,13 +709,13 @@ class Tracer:
         rng = _LazyRng(p.seed, text)
         g = _Gen(self.engine, text, ids, arr)
         span_ids: dict[tuple[int, int], str] = {}
-        keys = _Keys(self.trace_id, generation_id)
+        head = keykernel.prefix_bytes(self.trace_id, generation_id)
 
-        def sid(s: _Span) -> str:  # a span's key, hashed once per trace (several steps name the same span)
+        def sid(s: _Span) -> str:  # a span's key: all of them are hashed in one call before step 6 (below)
             k = (s.start, s.end)
             v = span_ids.get(k)
             if v is None:
-                v = span_ids[k] = keys.ints(s.start, s.end)
+                v = span_ids[k] = keykernel.pair_keys([head], [0], [s.start], [s.end])[0]
             return v
 
         spans: list[_Span] = []
@@ -730,10 +729,13 @@ class Tracer:
         # step 2; the compiled documents path searches from the plan's hints, the Python path from g.hints
         hints = g.hints if g.bytes_ok and (self._table is None or g.plan is None) else None
         n = longest_matches(self.engine, ids, self.stats, hints, plan=g.plan)
-        for b, e in self._filter(ids, maximal_spans(n), g):  # steps 3-4
+        found_spans = self._spans_compiled(n, g, arr) if p.mode != "text" else None
+        if found_spans is None:
+            found_spans = [(b, e, self._score(ids[b:e])) for b, e in self._filter(ids, maximal_spans(n), g)]
+        for b, e, score in found_spans:  # steps 3-4
             if full is not None and (b, e) == (0, L):
                 continue
-            spans.append(_Span(b, e, self._score(ids[b:e])))
+            spans.append(_Span(b, e, score))
         partial = [s for s in spans if not s.is_full]
 
         k = p.n_rare(L)  # step 5: the K rarest spans
@@ -759,6 +761,10 @@ class Tracer:
         if full is None:  # step 8: anchors for documents holding the normalized generation
             anchors = sorted(partial, key=lambda s: (-s.length, s.score, s.start))[:p.n_anchors]
             jobs += [(a, rng, True) for a in anchors]
+        # every span exists now: their keys in one compiled call (GIL released), not one hash per span
+        todo = list(dict.fromkeys([(s.start, s.end) for s in spans]))
+        span_ids.update(zip(todo, keykernel.pair_keys([head], [0] * len(todo), [b for b, _ in todo],
+                                                      [e for _, e in todo])))
         found = self._documents_batch(jobs, g, sid)
         for rows in found[:len(jobs) - len(anchors)]:
             out.documents += rows
@@ -770,15 +776,18 @@ class Tracer:
                         out.documents.append(d)
 
         self._count_spans(spans, g)
+        trace_id, dup_min, texts = self.trace_id, p.dup_min_len, g.span_text
         for s in spans:
-            span_id = sid(s)
+            b, e = s.start, s.end
+            span_id = span_ids[(b, e)]
+            text = texts.get((b, e))
             out.spans.append({
-                "span_id": span_id, "trace_id": self.trace_id, "generation_id": generation_id,
-                "start_tok": s.start, "end_tok": s.end, "length": s.length, "count": s.count,
+                "span_id": span_id, "trace_id": trace_id, "generation_id": generation_id,
+                "start_tok": b, "end_tok": e, "length": e - b, "count": s.count,
                 "unigram_logprob": s.score, "kept": s.kept, "merged": s.merged, "is_full": s.is_full,
-                "text": self._text(g, s.start, s.end),
+                "text": self._text(g, b, e) if text is None else text,
             })
-            if s.length >= p.dup_min_len:  # step 9
+            if e - b >= dup_min:  # step 9
                 out.counts.append(self._dup_counts(s, g, span_id))
         return out
 

@@ -103,21 +103,30 @@ def test_window_scan_reserves_what_it_can_write_not_the_longest_token_per_token(
 
 
 def test_span_keys_and_lazy_rng_equal_what_they_replace() -> None:
-    """The tracer hashes span and span-document keys with a prefix encoded once (`_Keys`) and seeds the
-    sampling RNG at its first draw (`_LazyRng`); the lake's `make_key` and `rng_for` are the oracles."""
+    """The tracer hashes span and span-document keys with a prefix encoded once, many in one compiled call
+    (`keykernel.pair_keys`), and seeds the sampling RNG at its first draw (`_LazyRng`); the lake's
+    `make_key` and `rng_for` are the oracles."""
     import random
 
     from ingest.lake import make_key
-    from ingest.trace.tracer import _Keys, _LazyRng, rng_for
+    from ingest.trace import keykernel
+    from ingest.trace.tracer import _LazyRng, rng_for
 
     rng = random.Random(3)
     parts = ["", "a", "\x1f", "\x00", "caf\u00e9", "str:x", None, 0, 7, -1, "12"]
+    heads, which, a, b, want = [], [], [], [], []
     for _ in range(500):
         head = [rng.choice(parts) for _ in range(rng.randint(1, 3))]
-        a, b = rng.randint(-5, 10**6), rng.randint(0, 10**6)
-        assert _Keys(*head).ints(a, b) == make_key(*head, a, b)
+        x, y = rng.randint(-5, 10**6), rng.randint(0, 10**6)
         s = rng.choice(["", "x", "span\x1fid", "\u00e9"])
-        assert _Keys.of_span(s).ints(a, b) == make_key(s, a, b)
+        for h in (head, [s]):
+            heads.append(keykernel.prefix_bytes(*h))
+            which.append(len(heads) - 1)
+            a.append(x)
+            b.append(y)
+            want.append(make_key(*h, x, y))
+    assert keykernel.pair_keys(heads, which, a, b) == want
+    assert keykernel.pair_keys(heads, [], [], []) == []
     for seed, text in ((0, ""), (1, "abc"), (42, "caf\u00e9 \U0001f600")):
         eager, lazy = rng_for(seed, text), _LazyRng(seed, text)
         for n, k in ((100, 10), (11, 10), (10**9, 10), (50, 1)):

@@ -1,0 +1,82 @@
+"""The compiled row keys (`ingest.trace.keykernel`) and span steps (`ingest.trace.spankernel`) against the
+Python they replace: `make_key`, `matching.maximal_spans` with token mode's length filter, and the
+tracer's unigram score (`sum()` of the floats)."""
+
+from __future__ import annotations
+
+import random
+from operator import itemgetter
+
+import numpy as np
+import pytest
+
+from ingest.lake import make_key
+from ingest.trace import keykernel, spankernel
+from ingest.trace.matching import maximal_spans
+
+
+def _cases(seed: int, n: int):
+    rng = random.Random(seed)
+    parts = ["", "x", "\x1f", "\x00", "caf\u00e9 \U0001f389", None, 0, -3, 12, "str:y"]
+    prefixes, which, a, b = [], [], [], []
+    for _ in range(40):
+        p = [rng.choice(parts) for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.3:  # long prefixes: messages of two and more 128-byte blocks
+            p.append("z" * rng.randint(50, 400))
+        prefixes.append(p)
+    for _ in range(n):
+        which.append(rng.randrange(len(prefixes)))
+        a.append(rng.choice([0, 9, 10, -1, rng.randrange(10 ** rng.randint(1, 18))]))
+        b.append(rng.choice([0, 99, 100, rng.randrange(10 ** rng.randint(1, 18))]))
+    return prefixes, which, a, b
+
+
+def test_pair_keys_equal_make_key() -> None:
+    prefixes, which, a, b = _cases(1, 3000)
+    heads = [keykernel.prefix_bytes(*p) for p in prefixes]
+    want = [make_key(*prefixes[w], x, y) for w, x, y in zip(which, a, b)]
+    assert keykernel.available()
+    assert keykernel.pair_keys(heads, which, a, b) == want
+    assert keykernel.pair_keys(heads, np.array(which), np.array(a), np.array(b)) == want
+    assert keykernel.pair_keys(heads, [], [], []) == []
+
+
+def test_pair_keys_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    prefixes, which, a, b = _cases(2, 300)
+    heads = [keykernel.prefix_bytes(*p) for p in prefixes]
+    monkeypatch.setattr(keykernel, "available", lambda: False)
+    got = keykernel.pair_keys(heads, np.array(which), np.array(a), np.array(b))
+    assert got == [make_key(*prefixes[w], x, y) for w, x, y in zip(which, a, b)]
+
+
+def test_maximal_spans_equal_the_python_steps() -> None:
+    rng = np.random.default_rng(3)
+    assert spankernel.available()
+    for _ in range(500):
+        L = int(rng.integers(0, 200))
+        n = rng.integers(0, 12, L).astype(np.int64)
+        if rng.random() < 0.5:  # real match lengths: end(b) = b + n(b) never decreases
+            for i in range(1, L):
+                n[i] = max(n[i], n[i - 1] - 1)
+        k = int(rng.integers(1, 6))
+        bs, es = spankernel.maximal_spans(n, k)
+        want = [(b, e) for b, e in maximal_spans(n.tolist()) if e - b >= k]
+        assert list(zip(bs.tolist(), es.tolist())) == want
+
+
+@pytest.mark.skipif(not spankernel.SAME_AS_SUM, reason="sum() is compensated from Python 3.12: not used there")
+def test_span_scores_equal_sum() -> None:
+    rng = np.random.default_rng(4)
+    lp = -rng.exponential(8.0, 500)
+    lp_list, floor = lp.tolist(), -30.0
+    ids = rng.integers(0, 520, 3000).astype(np.int64)  # ids past the table take the floor
+    starts = rng.integers(0, 2990, 400).astype(np.int64)
+    ends = starts + rng.integers(1, 10, 400)
+    got = spankernel.span_scores(ids, lp, floor, starts, ends).tolist()
+    for s, e, g in zip(starts.tolist(), ends.tolist(), got):
+        part = ids[s:e].tolist()
+        if len(part) > 1 and max(part) < len(lp_list):
+            want = float(sum(itemgetter(*part)(lp_list)))
+        else:
+            want = float(sum(lp_list[t] if t < len(lp_list) else floor for t in part))
+        assert g == want  # the same float, bit for bit
