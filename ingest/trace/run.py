@@ -32,6 +32,7 @@ from ingest.executors import Executor, WorkerSpec, get_executor
 from ingest.home import stored_path
 from ingest.lake import Lake, make_key, text_hash
 from ingest.trace.params import TraceParams
+from ingest.trace.passlock import one_trace_per_pass
 from ingest.trace.supersede import FILE_SOURCE, superseded
 
 
@@ -150,6 +151,7 @@ def _plan(generations: Sequence[tuple[str, str]], batch_size: int) -> list[list[
     return [gens[i:i + batch_size] for i in range(0, len(gens), batch_size)]
 
 
+@one_trace_per_pass  # a second trace of this pass waits: both would replace and write the same ids
 def trace_generations(lake: Lake, job: TraceJob, generations: Sequence[tuple[str, str]], source: str,
                       corpus_id: str | None = None, workers: int = 1, batch_size: int = 64,
                       progress: bool = True, executor: Executor | None = None) -> TraceSummary:
