@@ -463,7 +463,8 @@ def _scaling_child(src: str, idx: str, inputs: str) -> None:
                             ("ingest.trace.nvkernel", ("nv_counts",)),
                             ("ingest.trace.tierkernel", ("normalize_ascii",)),
                             ("ingest.trace.windowkernel", ("scan_windows", "decode_pieces")),
-                            ("ingest.trace.keykernel", ("blake2b_pair_keys",))):
+                            ("ingest.trace.keykernel", ("blake2b_pair_keys",)),
+                            ("ingest.trace.spankernel", ("maximal_spans", "span_scores"))):
         try:
             mod = importlib.import_module(mod_name)
         except ImportError:

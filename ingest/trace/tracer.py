@@ -553,7 +553,13 @@ class Tracer:
                                                    np.array([only for _, _, only in jobs], dtype=np.bool_))
         sh_l, doc_l, local_l, job_l = wb.shard.tolist(), wb.doc_ix.tolist(), wb.local.tolist(), job.tolist()
         win_l = win.tolist()
-        wins: list[list[Any]] = []  # [text, tier, nv] of each distinct window
+        # [text, tier, nv, t] of each distinct window; a text is None until a row needs it: the texts are
+        # decoded straight from the kernel's buffer (`raw_all`), once, and not at all for windows that only
+        # anchors found and that are partial (their rows are dropped): ~13 MB of window text per 200 traces
+        # would otherwise be copied under the GIL, some of it three times
+        wins: list[list[Any]] = []
+        raw_all: Any = None
+        off_l: list[int] = []
         if first.size:
             res = np.zeros((first.size, 7), dtype=np.int64)
             nvg = g.nv(p.nv_variant) if g.words else None
@@ -563,21 +569,22 @@ class Tracer:
                 g.squeezed_bytes, nvg.buf if nvg is not None else _EMPTY,
                 nvg.param_array if nvg is not None else _PARAMS0, want, res, plain)
             res_l, off_l, boff = res.tolist(), off.tolist(), wb.boff
-            # the texts are decoded straight from the kernel's buffer (one copy each, not three: ~13 MB of
-            # window text per 200 traces, copied under the GIL)
             raw_all = memoryview(text)
+            nv_done_code, tiers = wk.NV_DONE, _TIERS
             for t, i in enumerate(first.tolist()):
                 valid, _, tier, nv_done, matched, ng, nd = res_l[t]
-                if valid:
+                nv = (matched / ng, matched, ng, nd) if nv_done == nv_done_code else None
+                if valid and tier:
+                    wins.append([None, tiers[tier], nv, t])
+                    continue
+                if valid:  # a non-ASCII window: the normalized tier from its bytes when NFKC-normal
                     raw = raw_all[off_l[t]:off_l[t + 1]]
                     window = str(raw, "utf-8")
-                    if not tier:  # a non-ASCII window: the normalized tier from its bytes when NFKC-normal
-                        tier = _TIER_CODES[self._tier(g, window, raw.tobytes())]
+                    wins.append([window, tiers[_TIER_CODES[self._tier(g, window, raw.tobytes())]], nv, t])
                 else:
                     window = self._decode(np.frombuffer(wb.buf[boff[i]:boff[i + 1]].tobytes(),
                                                         dtype=f"<u{w}").tolist())
-                wins.append([window, _TIERS[tier] if valid else None,
-                             (matched / ng, matched, ng, nd) if nv_done == wk.NV_DONE else None])
+                    wins.append([window, None, nv, t])
         # the rows' keys, make_key(span_id, shard, doc_ix), in one compiled call for every kept window
         kidx = np.flatnonzero(kept)
         heads = [f"str:{sid(s)}\x1f".encode() for s, _, _ in jobs]  # keykernel.prefix_bytes of a str span id
@@ -592,12 +599,15 @@ class Tracer:
             rows = []
             for i, key in kept_by_job[j]:
                 cached = wins[win_l[i]]
-                window = cached[0]
-                if cached[1] is None:
-                    cached[1] = self._tier(g, window)
                 tier = cached[1]
+                if tier is None:
+                    tier = cached[1] = self._tier(g, cached[0])
                 if only and tier == "partial":
                     continue
+                window = cached[0]
+                if window is None:
+                    t = cached[3]
+                    window = cached[0] = str(raw_all[off_l[t]:off_l[t + 1]], "utf-8")
                 if cached[2] is None:  # (recall, matched, generation words, document words): NvResult's fields
                     r = nv_recall_window(g.nv(p.nv_variant), window)
                     cached[2] = (r.recall, r.matched_words, r.generation_words, r.document_words)
