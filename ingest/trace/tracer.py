@@ -34,7 +34,7 @@ import inspect
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,8 @@ class _Span:
         return self.end - self.start
 
 
+_BY_SCORE = attrgetter("score", "start")  # sort keys read in C, not by a Python lambda per span
+_BY_START = attrgetter("start")
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _PARAMS0 = np.zeros(6, dtype=np.int64)
 _TIERS = {1: "exact_full_raw", 2: "exact_full_normalized", 3: "partial", 0: None}
@@ -688,8 +690,9 @@ class Tracer:
             return
         qs: list[tuple[int, int]] = [(s.start, s.end) for s in spans if not s.count]
         dups = []
+        dup_min = p.dup_min_len
         for s in spans:
-            if s.length >= p.dup_min_len:
+            if s.end - s.start >= dup_min:
                 b, e, tb, te = self._trimmed(s, g)
                 dups.append((s, b, e, tb, te))
                 if e > b:
@@ -749,12 +752,12 @@ class Tracer:
         partial = [s for s in spans if not s.is_full]
 
         k = p.n_rare(L)  # step 5: the K rarest spans
-        rare = sorted(partial, key=lambda s: (s.score, s.start))[:k]
+        rare = sorted(partial, key=_BY_SCORE)[:k]
         for s in rare:
             s.kept = True
 
         # step 7: merge overlapping kept spans whose union occurs
-        kept = sorted(rare, key=lambda s: s.start)
+        kept = sorted(rare, key=_BY_START)
         merged: list[_Span] = []
         for s in kept:
             if (merged and s.start < merged[-1].end and (merged[-1].start, s.end) != (0, L)
@@ -769,7 +772,7 @@ class Tracer:
         jobs += [(s, rng, False) for s in merged]  # step 6: documents of the kept spans
         anchors: list[_Span] = []
         if full is None:  # step 8: anchors for documents holding the normalized generation
-            anchors = sorted(partial, key=lambda s: (-s.length, s.score, s.start))[:p.n_anchors]
+            anchors = sorted(partial, key=lambda s: (s.start - s.end, s.score, s.start))[:p.n_anchors]  # longest first
             jobs += [(a, rng, True) for a in anchors]
         # every span exists now: their keys in one compiled call (GIL released), not one hash per span
         todo = list(dict.fromkeys([(s.start, s.end) for s in spans]))
