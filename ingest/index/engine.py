@@ -56,12 +56,15 @@ class QueryPlan:
     """One token sequence prepared for the compiled lookups (`plan_bytes`): its bytes `q` (uint8), the
     first-token rank range of every start in every shard (`flo`/`fhi`, (L, shards)) and, once
     `longest_matches_bytes(..., plan=)` ran, the insertion ranks of every start that had a full lookup
-    (`hints`, -1 elsewhere): the hints `find_many_bytes` searches from."""
+    (`hints`, -1 elsewhere): the hints `find_many_bytes` searches from; and then the longest match at every
+    start as the kernel wrote it (`n`, int64; None before), which the tracer's compiled span steps read
+    without converting the list back."""
 
     q: Any
     flo: Any
     fhi: Any
     hints: Any
+    n: Any = None
 
 
 @dataclass(frozen=True)
@@ -790,6 +793,7 @@ class IndexEngine:
         if L:
             km = self._kernel_maps()
             k.longest_matches(km.tk, km.tb, km.pss, plan.q, self.width, flo, fhi, out, hints, looked, stats)
+        plan.n = out
         if not want_hints:
             return out.tolist(), tuple(stats.tolist()), {}
         at = np.flatnonzero(looked)

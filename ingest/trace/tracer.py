@@ -391,21 +391,39 @@ class Tracer:
 
     def _spans_compiled(self, n: list[int], g: _Gen, arr: Any) -> list[tuple[int, int, float]] | None:
         """`(b, e, self._score(ids[b:e]))` for every span of `self._filter(ids, maximal_spans(n), g)` in token
-        mode, the maximal spans and their scores each in one compiled call (`ingest.trace.spankernel`);
-        None when the kernels are off or their sums would not be `sum()`'s (Python >= 3.12)."""
+        mode, the maximal spans, their texts and their scores each in one compiled call
+        (`ingest.trace.spankernel`, `windowkernel.decode_pieces`); None when the kernels are off or their sums
+        would not be `sum()`'s (Python >= 3.12)."""
         if not (spankernel.SAME_AS_SUM and spankernel.available()):
             return None
-        bs, es = spankernel.maximal_spans(np.asarray(n, dtype=np.int64), self.p.min_span_len)
-        long = list(zip(bs.tolist(), es.tolist()))
-        self._decode_spans(g, long)
+        plan = g.plan
+        na = plan.n if plan is not None and plan.n is not None and len(plan.n) == len(n) else \
+            np.asarray(n, dtype=np.int64)
+        bs, es = spankernel.maximal_spans(na, self.p.min_span_len)
+        b_l, e_l = bs.tolist(), es.tolist()
         texts = g.span_text
-        keep = [i for i, be in enumerate(long) if (texts.get(be) or self._text(g, *be)).strip()]
-        if len(keep) < len(long):
+        keep: list[int] = []
+        if self._table is not None and plan is not None:  # as `_decode_spans`, from the arrays
+            ok = np.zeros(len(b_l), dtype=np.int64)
+            tbytes, toff, _ = self._table
+            buf, off = wk.decode_pieces(plan.q, g.w, bs, es, tbytes, toff, ok)
+            mv, off_l = memoryview(buf), off.tolist()
+            for i, good in enumerate(ok.tolist()):
+                be = (b_l[i], e_l[i])
+                if good:
+                    t = texts[be] = str(mv[off_l[i]:off_l[i + 1]], "utf-8")
+                else:
+                    t = self._text(g, *be)
+                if t.strip():
+                    keep.append(i)
+        else:
+            keep = [i for i, be in enumerate(zip(b_l, e_l)) if self._text(g, *be).strip()]
+        if len(keep) < len(b_l):
             at = np.array(keep, dtype=np.int64)
             bs, es = bs[at], es[at]
         ids = np.asarray(g.ids if arr is None else arr, dtype=np.int64)
         scores = spankernel.span_scores(ids, self.logprobs, self.floor, bs, es).tolist()
-        return [(b, e, sc) for (b, e), sc in zip([long[i] for i in keep], scores)]
+        return [(b_l[i], e_l[i], sc) for i, sc in zip(keep, scores)]
 
     # -- span filters ---------------------------------------------------------------------------
     def _filter(self, ids: list[int], spans: list[tuple[int, int]], g: _Gen | None = None) -> list[tuple[int, int]]:
