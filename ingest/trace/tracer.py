@@ -606,7 +606,7 @@ class Tracer:
                                                         dtype=f"<u{w}").tolist())
                     wins.append([window, None, nv, t])
         # the rows' keys, make_key(span_id, shard, doc_ix), in one compiled call for every kept window
-        kidx = np.flatnonzero(kept)
+        kidx = kept.nonzero()[0]  # np.flatnonzero, without its Python wrapper
         heads = [f"str:{sid(s)}\x1f".encode() for s, _, _ in jobs]  # keykernel.prefix_bytes of a str span id
         dkeys = keykernel.pair_keys(heads, job[kidx], wb.shard[kidx], wb.doc_ix[kidx])
         kept_by_job: list[list[tuple[int, str]]] = [[] for _ in jobs]
@@ -752,14 +752,15 @@ class Tracer:
         spans: list[_Span] = []
         full = None
         jobs: list[tuple[_Span, _LazyRng | None, bool]] = []  # (span, rng, only_full_normalized)
-        if self._occurs(g, 0, L):  # step 1: full match
-            full = _Span(0, L, self._score(ids), kept=True, is_full=True)
-            jobs.append((full, None, False))
-            spans.append(full)
-
         # step 2; the compiled documents path searches from the plan's hints, the Python path from g.hints
         hints = g.hints if g.bytes_ok and (self._table is None or g.plan is None) else None
         n = longest_matches(self.engine, ids, self.stats, hints, plan=g.plan)
+        # step 1: full match. The whole generation occurs exactly when the longest match at its first token
+        # is all of it (n(0) = L), which step 2 has just found: no search of its own on the compiled path
+        if (n[0] == L) if g.plan is not None else self._occurs(g, 0, L):
+            full = _Span(0, L, self._score(ids), kept=True, is_full=True)
+            jobs.append((full, None, False))
+            spans.append(full)
         found_spans = self._spans_compiled(n, g, arr) if p.mode != "text" else None
         if found_spans is None:
             found_spans = [(b, e, self._score(ids[b:e])) for b, e in self._filter(ids, maximal_spans(n), g)]
