@@ -1,8 +1,8 @@
 """The one gate in front of every numba kernel module: load numba, compile, self-check once, fall back.
 
-Why one place: seven modules (`ingest.index.sa_search`, `ingest.index.doc_windows`, `ingest.trace.nvkernel`,
-`ingest.trace.tierkernel`, `ingest.trace.windowkernel`, `ingest.trace.keykernel`, `ingest.trace.spankernel`)
-each compile GIL-free kernels whose Python originals give the same answers. numba can be missing (a platform the pyproject marker leaves without it), fail to
+Why one place: eight modules (`ingest.index.sa_search`, `ingest.index.doc_windows`, `ingest.trace.nvkernel`,
+`ingest.trace.tierkernel`, `ingest.trace.windowkernel`, `ingest.trace.keykernel`, `ingest.trace.spankernel`,
+`ingest.trace.rngkernel`) each compile GIL-free kernels whose Python originals give the same answers. numba can be missing (a platform the pyproject marker leaves without it), fail to
 compile, fail to write its cache, or (rarely) miscompile; then a module must answer with its Python code
 and say so once, never fail on the first trace. The steps were copied five times (and two modules had no
 self-check at all); they live here now.

@@ -5,8 +5,8 @@ can be called from several threads. With an `IndexEngine`, numba and a tokenizer
 bytes (ByteLevel BPE, bytes), the work of a trace runs in a few compiled, GIL-free calls: the first-token
 ranges of every start (`plan_bytes`), the longest match at every start (`IndexEngine.longest_matches_bytes`),
 the texts of the maximal spans (`windowkernel.decode_pieces`), the searches of every span to document and
-count (`find_many_bytes`), the picking of each span's occurrences (`windowkernel.pick_requests`; only the
-RNG's draws stay in Python), every document window (`windows_bytes`, ingest/index/doc_windows.py), keeping
+count (`find_many_bytes`), the picking of each span's occurrences (`windowkernel.pick_requests`, with the
+generation's RNG draws: `rngkernel`, Python's Mersenne Twister and `Random.sample`), every document window (`windows_bytes`, ingest/index/doc_windows.py), keeping
 one window per document and per distinct window (`dedup_requests`), and the decoding, match tier and
 nv-recall of every distinct window (`windowkernel.scan_windows`, ASCII windows and non-ASCII ones made of
 `normalize.plain_chars` alike), the maximal spans and their unigram scores (`spankernel`) and every row
@@ -44,7 +44,7 @@ from ingest.trace.matching import LookupStats, longest_matches, maximal_spans
 from ingest.trace.normalize import normalize_document, normalize_words, plain_chars
 from ingest.trace.nvrecall import FIXED_PARAMS, NvResult, PreparedGeneration, nv_recall_window
 from ingest.trace.params import TraceParams
-from ingest.trace import keykernel, spankernel, tierkernel
+from ingest.trace import keykernel, rngkernel, spankernel, tierkernel
 from ingest.trace import windowkernel as wk
 from ingest.trace.tierkernel import normalized_holds
 
@@ -269,15 +269,28 @@ class _LazyRng:
     max_docs occurrences), and seeding a Mersenne Twister costs more than the rest of their bookkeeping. The
     draws are the same, in the same order, as from the RNG made up front."""
 
-    __slots__ = ("_seed", "_text", "_rng")
+    __slots__ = ("_seed", "_text", "_rng", "_spent")
 
     def __init__(self, seed: int, text: str):
-        self._seed, self._text, self._rng = seed, text, None
+        self._seed, self._text, self._rng, self._spent = seed, text, None, False
 
     def sample(self, population: Sequence[int], k: int) -> list[int]:
+        if self._spent:
+            raise RuntimeError("tracer bug: this generation's RNG was drawn by the compiled sampler already")
         if self._rng is None:
             self._rng = rng_for(self._seed, self._text)
         return self._rng.sample(population, k)
+
+    def sorted_samples(self, counts: Sequence[int], k: int) -> list[list[int]]:
+        """`[sorted(self.sample(range(n), k)) for n in counts]`: the same draws, made in one compiled call
+        (`ingest.trace.rngkernel`, GIL released) when this is the RNG's first use; that consumes it."""
+        if self._rng is None and not self._spent:
+            digest = hashlib.blake2b(f"{self._seed}\x1f{self._text}".encode(), digest_size=8).digest()
+            got = rngkernel.sorted_samples(int.from_bytes(digest, "little"), counts, k)  # rng_for's seed
+            if got is not None:
+                self._spent = True
+                return got
+        return [sorted(self.sample(range(n), k)) for n in counts]
 
 
 class Tracer:
@@ -554,10 +567,15 @@ class Tracer:
         k = p.max_docs
         samples: list[int] = []
         soff = [0]
-        for (s, r, _), c in zip(jobs, cnts):
+        draw = [c > k and r is not None for (_, r, _), c in zip(jobs, cnts)]
+        users = [r for (_, r, _), d in zip(jobs, draw) if d]
+        drawn = None  # the generation's one RNG: every draw in one call (`_LazyRng.sorted_samples`)
+        if users and all(r is users[0] for r in users) and isinstance(users[0], _LazyRng):
+            drawn = iter(users[0].sorted_samples([c for c, d in zip(cnts, draw) if d], k))
+        for (s, r, _), c, d in zip(jobs, cnts, draw):
             s.count = c
-            if c > k and r is not None:  # drawn in job order, as `_pick_ranks` draws them
-                samples += sorted(r.sample(range(c), k))
+            if d:  # drawn in job order, as `_pick_ranks` draws them
+                samples += next(drawn) if drawn is not None else sorted(r.sample(range(c), k))
             soff.append(len(samples))
         shards, ranks, job = wk.pick_requests(lo, hi, np.array(cnts, dtype=np.int64), k,
                                               np.array(samples, dtype=np.int64), np.array(soff, dtype=np.int64),

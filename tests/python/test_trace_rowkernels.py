@@ -80,3 +80,31 @@ def test_span_scores_equal_sum() -> None:
         else:
             want = float(sum(lp_list[t] if t < len(lp_list) else floor for t in part))
         assert g == want  # the same float, bit for bit
+
+
+def test_compiled_samples_equal_random_sample() -> None:
+    """`rngkernel` draws what `random.Random(seed).sample(range(n), k)` draws, call after call, for both of
+    sample's methods (pool and set), seeds of one and two 32-bit words, and counts up to 2^32 - 1."""
+    from ingest.trace import rngkernel
+
+    rng = random.Random(7)
+    assert rngkernel.available()
+    for _ in range(2000):
+        seed = rng.choice([0, 1, rng.getrandbits(32), rng.getrandbits(64), rng.getrandbits(20)])
+        k = rng.choice([1, 2, 5, 6, 10, 10, 25])
+        counts = [max(k + 1, rng.choice([k + 1, 21, 22, 85, 86, 10**6, 2**32 - 1, rng.randrange(2, 10**9)]))
+                  for _ in range(rng.randint(1, 8))]
+        py = random.Random(seed)
+        assert rngkernel.sorted_samples(seed, counts, k) == [sorted(py.sample(range(n), k)) for n in counts]
+    assert rngkernel.sorted_samples(3, [2**32], 10) is None  # more bits than one output: Python's
+
+
+def test_lazy_rng_sorted_samples_equal_its_draws() -> None:
+    from ingest.trace.tracer import _LazyRng, rng_for
+
+    for seed, text in ((0, ""), (1, "abc"), (42, "caf\u00e9 \U0001f600")):
+        lazy, eager = _LazyRng(seed, text), rng_for(seed, text)
+        counts = [11, 500, 10**7, 86]
+        assert lazy.sorted_samples(counts, 10) == [sorted(eager.sample(range(n), 10)) for n in counts]
+        with pytest.raises(RuntimeError):  # the compiled draws consumed it
+            lazy.sample(range(100), 10)
