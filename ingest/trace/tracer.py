@@ -80,6 +80,8 @@ class _Span:
 _BY_SCORE = attrgetter("score", "start")  # sort keys read in C, not by a Python lambda per span
 _BY_START = attrgetter("start")
 _EMPTY = np.zeros(0, dtype=np.uint8)
+# the ASCII characters str.split() splits on (str.isspace: \t \n \v \f \r, \x1c-\x1f and the space)
+_ASCII_SPACE = np.array([chr(c).isspace() for c in range(256)], dtype=np.bool_) & (np.arange(256) < 128)
 _PARAMS0 = np.zeros(6, dtype=np.int64)
 _TIERS = {1: "exact_full_raw", 2: "exact_full_normalized", 3: "partial", 0: None}
 _TIER_CODES = {v: k for k, v in _TIERS.items()}
@@ -100,6 +102,7 @@ class _Gen:
         self._squeezed: str | None = None
         self._nv: PreparedGeneration | None = None
         self._norm_bytes: bytes | None = None
+        self._norm_arr: Any = None  # ASCII text: the compiled normalization's bytes (`_norm_array`)
         # the compiled path (`Tracer._documents_batch`): the engine's QueryPlan of the ids, or None
         self.plan = engine.plan_bytes(self.qb) if self.bytes_ok and hasattr(engine, "plan_bytes") else None
         self.windows: dict[tuple[int, int, int, int], list[Any]] = {}
@@ -112,13 +115,16 @@ class _Gen:
         """`normalize_document(text)`; for ASCII text by the compiled normalization (the same string:
         tests/python/test_trace_nogil.py), which releases the GIL where four regex passes held it."""
         if self._norm_doc is None:
-            t = self.text
-            if t.isascii() and tierkernel.available():
-                self._norm_doc = tierkernel.normalize_ascii(np.frombuffer(t.encode("ascii"), dtype=np.uint8)
-                                                            ).tobytes().decode("ascii")
-            else:
-                self._norm_doc = normalize_document(t)
+            arr = self._norm_array()
+            self._norm_doc = normalize_document(self.text) if arr is None else arr.tobytes().decode("ascii")
         return self._norm_doc
+
+    def _norm_array(self) -> Any:
+        """For ASCII text, when the kernel loads: `normalize_document(text)`'s bytes as the compiled
+        normalization writes them (uint8), which the window scan reads as they are; else None."""
+        if self._norm_arr is None and self.text.isascii() and tierkernel.available():
+            self._norm_arr = tierkernel.normalize_ascii(np.frombuffer(self.text.encode("ascii"), dtype=np.uint8))
+        return self._norm_arr
 
     def normalized_in(self, window: str, raw: bytes | None = None) -> bool:
         """The normalized generation occurs in the normalized window (the exact_full_normalized tier); ASCII
@@ -147,11 +153,16 @@ class _Gen:
 
     @property
     def norm_bytes(self) -> Any:
-        return np.frombuffer(self.norm_doc.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        arr = self._norm_array()  # ASCII: the kernel's bytes, without a round trip through str
+        return np.frombuffer(self.norm_doc.encode("utf-8", "surrogatepass"), dtype=np.uint8) if arr is None else arr
 
     @property
     def squeezed_bytes(self) -> Any:
-        """The normalized text without whitespace (`maybe_in`'s prefilter), UTF-8."""
+        """The normalized text without whitespace (`maybe_in`'s prefilter), UTF-8. ASCII: the normalized
+        bytes less those `str.split()` splits on (`_ASCII_SPACE`), which is `"".join(norm_doc.split())`."""
+        arr = self._norm_array()
+        if arr is not None:
+            return arr[~_ASCII_SPACE[arr]]
         if self._squeezed is None:
             self._squeezed = "".join(self.norm_doc.split())
         return np.frombuffer(self._squeezed.encode("utf-8", "surrogatepass"), dtype=np.uint8)

@@ -108,3 +108,21 @@ def test_lazy_rng_sorted_samples_equal_its_draws() -> None:
         assert lazy.sorted_samples(counts, 10) == [sorted(eager.sample(range(n), 10)) for n in counts]
         with pytest.raises(RuntimeError):  # the compiled draws consumed it
             lazy.sample(range(100), 10)
+
+
+def test_ascii_normalized_bytes_equal_the_str_steps() -> None:
+    """An ASCII generation's normalized bytes come from the compiled normalization as they are, and its
+    whitespace-free form from a byte table: the same bytes as encoding `normalize_document(text)` and
+    `"".join(normalize_document(text).split())`."""
+    from ingest.trace.normalize import normalize_document
+    from ingest.trace.tracer import _Gen
+
+    rng = random.Random(11)
+    alphabet = "ab .,\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f  \r\n"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        g = _Gen(object(), text, [])
+        norm = normalize_document(text)
+        assert g.norm_bytes.tobytes() == norm.encode()
+        assert g.squeezed_bytes.tobytes() == "".join(norm.split()).encode()
+        assert g.norm_doc == norm
