@@ -464,7 +464,7 @@ def _scaling_child(src: str, idx: str, inputs: str) -> None:
                             ("ingest.trace.tierkernel", ("normalize_ascii",)),
                             ("ingest.trace.windowkernel", ("scan_windows", "decode_pieces")),
                             ("ingest.trace.keykernel", ("blake2b_pair_keys",)),
-                            ("ingest.trace.spankernel", ("maximal_spans", "span_scores")),
+                            ("ingest.trace.spankernel", ("maximal_spans", "span_scores", "spans_with_scores")),
                             ("ingest.trace.rngkernel", ("sample_ranges",))):
         try:
             mod = importlib.import_module(mod_name)

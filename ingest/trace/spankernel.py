@@ -62,14 +62,24 @@ def span_scores(ids: Any, lp: Any, floor: float, starts: Any, ends: Any) -> Any:
     return out
 
 
-kernelgate.compile_all(globals(), ("maximal_spans", "span_scores"))
+def spans_with_scores(n: Any, min_len: int, ids: Any, lp: Any, floor: float) -> Any:
+    """`maximal_spans(n, min_len)` and the `span_scores` of each, in one call (one dispatch under the GIL,
+    not two): (starts, ends, scores)."""
+    bs, es = maximal_spans(n, min_len)
+    return bs, es, span_scores(ids, lp, floor, bs, es)
+
+
+kernelgate.compile_all(globals(), ("maximal_spans", "span_scores", "spans_with_scores"))
 
 
 def _self_check() -> bool:
     b, e = maximal_spans(np.array([3, 2, 1, 0, 5, 4, 1], dtype=np.int64), 2)
     s = span_scores(np.array([0, 1, 9], dtype=np.int64), np.array([-0.5, -1.25]), -30.0,
                     np.array([0, 1], dtype=np.int64), np.array([3, 2], dtype=np.int64))
-    return b.tolist() == [0, 4] and e.tolist() == [3, 9] and s.tolist() == [-31.75, -1.25]
+    b2, e2, s2 = spans_with_scores(np.array([3, 2, 1, 0], dtype=np.int64), 1, np.array([0, 1, 9, 1], dtype=np.int64),
+                                   np.array([-0.5, -1.25]), -30.0)
+    return b.tolist() == [0, 4] and e.tolist() == [3, 9] and s.tolist() == [-31.75, -1.25] and \
+        b2.tolist() == [0] and e2.tolist() == [3] and s2.tolist() == [-31.75]
 
 
 def available() -> bool:

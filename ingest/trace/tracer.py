@@ -423,7 +423,9 @@ class Tracer:
         plan = g.plan
         na = plan.n if plan is not None and plan.n is not None and len(plan.n) == len(n) else \
             np.asarray(n, dtype=np.int64)
-        bs, es = spankernel.maximal_spans(na, self.p.min_span_len)
+        ids = np.asarray(g.ids if arr is None else arr, dtype=np.int64)
+        # scores of every maximal span, those dropped below (blank text) included: one call, not two
+        bs, es, sc = spankernel.spans_with_scores(na, self.p.min_span_len, ids, self.logprobs, self.floor)
         b_l, e_l = bs.tolist(), es.tolist()
         texts = g.span_text
         keep: list[int] = []
@@ -442,12 +444,8 @@ class Tracer:
                     keep.append(i)
         else:
             keep = [i for i, be in enumerate(zip(b_l, e_l)) if self._text(g, *be).strip()]
-        if len(keep) < len(b_l):
-            at = np.array(keep, dtype=np.int64)
-            bs, es = bs[at], es[at]
-        ids = np.asarray(g.ids if arr is None else arr, dtype=np.int64)
-        scores = spankernel.span_scores(ids, self.logprobs, self.floor, bs, es).tolist()
-        return [(b_l[i], e_l[i], sc) for i, sc in zip(keep, scores)]
+        scores = sc.tolist()
+        return [(b_l[i], e_l[i], scores[i]) for i in keep]
 
     # -- span filters ---------------------------------------------------------------------------
     def _filter(self, ids: list[int], spans: list[tuple[int, int]], g: _Gen | None = None) -> list[tuple[int, int]]:

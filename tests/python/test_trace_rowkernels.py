@@ -126,3 +126,18 @@ def test_ascii_normalized_bytes_equal_the_str_steps() -> None:
         assert g.norm_bytes.tobytes() == norm.encode()
         assert g.squeezed_bytes.tobytes() == "".join(norm.split()).encode()
         assert g.norm_doc == norm
+
+
+@pytest.mark.skipif(not spankernel.SAME_AS_SUM, reason="sum() is compensated from Python 3.12: not used there")
+def test_spans_with_scores_is_both_steps() -> None:
+    rng = np.random.default_rng(5)
+    lp = -rng.exponential(8.0, 300)
+    for _ in range(200):
+        L = int(rng.integers(1, 150))
+        n = rng.integers(0, 9, L).astype(np.int64)
+        n = np.minimum(n, L - np.arange(L))
+        ids = rng.integers(0, 320, L).astype(np.int64)
+        bs, es, sc = spankernel.spans_with_scores(n, 2, ids, lp, -30.0)
+        b2, e2 = spankernel.maximal_spans(n, 2)
+        assert bs.tolist() == b2.tolist() and es.tolist() == e2.tolist()
+        assert sc.tolist() == spankernel.span_scores(ids, lp, -30.0, b2, e2).tolist()
