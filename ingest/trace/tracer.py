@@ -109,6 +109,7 @@ class _Gen:
         self.hints: dict[int, list[int | None]] = {}  # start -> insertion ranks of ids[start:] (step 2)
         self.span_text: dict[tuple[int, int], str] = {}
         self.dup: dict[int, tuple[Any, ...]] = {}  # id(span) -> step 9's (trims, counts), see _count_spans
+        self.extra_counts: list[int] | None = None  # counts of `_count_plan`'s queries, searched with step 6's
 
     @property
     def norm_doc(self) -> str:
@@ -551,15 +552,15 @@ class Tracer:
         return rows
 
     def _documents_batch(self, jobs: list[tuple[_Span, random.Random | None, bool]], g: _Gen,
-                         sid) -> list[list[dict[str, Any]]]:
+                         sid, extra: Sequence[tuple[int, int]] = ()) -> list[list[dict[str, Any]]]:
         """`_documents(span, g, sid(span), rng, only_full_normalized)` of every job, in order (the rng is drawn
         in the same order), with the compiled path when the engine, the tokenizer and numba allow it: one
         search call for every span, one call for every window (`IndexEngine.windows_bytes`), one call that
         decodes, tiers and scores every distinct window (`windowkernel.scan_windows`); Python builds the rows.
         A window the kernels cannot answer exactly (not valid UTF-8, non-ASCII) takes the Python steps."""
         fast = self._table is not None and g.plan is not None
-        if fast:
-            rows = self._documents_compiled(jobs, g, sid)
+        if fast:  # `extra`: pieces to count in the same search call (into g.extra_counts)
+            rows = self._documents_compiled(jobs, g, sid, extra)
             if rows is not None:
                 return rows
             # a check failed (a damaged index): the Python path raises the error, drawing a fresh rng
@@ -567,12 +568,18 @@ class Tracer:
             jobs = [(s, None if r is None else fresh, only) for s, r, only in jobs]
         return [self._documents(s, g, sid(s), r, only) for s, r, only in jobs]
 
-    def _documents_compiled(self, jobs, g: _Gen, sid) -> list[list[dict[str, Any]]] | None:
+    def _documents_compiled(self, jobs, g: _Gen, sid, extra: Sequence[tuple[int, int]] = ()
+                            ) -> list[list[dict[str, Any]]] | None:
         p, eng = self.p, self.engine
         L = len(g.ids)
         if not jobs:
             return []
-        cnts, lo, hi = eng.find_many_bytes(g.plan, [s.start for s, _, _ in jobs], [s.end for s, _, _ in jobs])
+        nj = len(jobs)
+        cnts, lo, hi = eng.find_many_bytes(g.plan, [s.start for s, _, _ in jobs] + [b for b, _ in extra],
+                                           [s.end for s, _, _ in jobs] + [e for _, e in extra])
+        if extra:
+            g.extra_counts = cnts[nj:]
+            cnts, lo, hi = cnts[:nj], lo[:nj], hi[:nj]
         k = p.max_docs
         samples: list[int] = []
         soff = [0]
@@ -724,14 +731,43 @@ class Tracer:
         return {"span_id": span_id, "first50_count": self._count(g, b, min(e, b + p.dup_prefix_len)) if q else None,
                 "whole_count": self._count(g, b, e) if q else None, "trim_start": trim_b, "trim_end": trim_e}
 
-    def _count_spans(self, spans: list[_Span], g: _Gen) -> None:
+    def _count_plan(self, spans: list[_Span], g: _Gen, jobs) -> tuple[list[_Span], list[tuple[Any, ...]],
+                                                                     list[tuple[int, int]]]:
+        """What `_count_spans` searches, known before the documents step: (the spans that step does not
+        count, step 9's trims of every long span, the pieces to count for both, in that order), so the
+        documents step's one search call counts them too (compiled path)."""
+        p = self.p
+        in_jobs = {id(s) for s, _, _ in jobs}
+        todo = [s for s in spans if id(s) not in in_jobs]
+        qs: list[tuple[int, int]] = [(s.start, s.end) for s in todo]
+        dups = []
+        dup_min = p.dup_min_len
+        for s in spans:
+            if s.end - s.start >= dup_min:
+                b, e, tb, te = self._trimmed(s, g)
+                dups.append((s, b, e, tb, te))
+                if e > b:
+                    qs += [(b, min(e, b + p.dup_prefix_len)), (b, e)]
+        return todo, dups, qs
+
+    def _count_spans(self, spans: list[_Span], g: _Gen, planned: tuple[Any, ...] | None = None) -> None:
         """The count of every span that has none yet and, on the compiled path, the duplication counts of
-        step 9 (into g.dup), all in one search call; else `_count` span by span."""
+        step 9 (into g.dup), all in one search call (or counted with the documents step: `planned`, from
+        `_count_plan`, and g.extra_counts); else `_count` span by span."""
         p = self.p
         if g.plan is None:
             for s in spans:
                 if not s.count:
                     s.count = self._count(g, s.start, s.end)
+            return
+        if planned is not None and g.extra_counts is not None:
+            # a span of the documents step that has no occurrence keeps its 0 (searching it again gives 0)
+            todo, dups, _ = planned
+            cnt = iter(g.extra_counts)
+            for s in todo:
+                s.count = next(cnt)
+            for s, b, e, tb, te in dups:
+                g.dup[id(s)] = (tb, te, next(cnt), next(cnt)) if e > b else (tb, te, None, None)
             return
         qs: list[tuple[int, int]] = [(s.start, s.end) for s in spans if not s.count]
         dups = []
@@ -824,7 +860,8 @@ class Tracer:
         todo = list(dict.fromkeys([(s.start, s.end) for s in spans]))
         span_ids.update(zip(todo, keykernel.pair_keys([head], [0] * len(todo), [b for b, _ in todo],
                                                       [e for _, e in todo])))
-        found = self._documents_batch(jobs, g, sid)
+        planned = self._count_plan(spans, g, jobs) if g.plan is not None and self._table is not None else None
+        found = self._documents_batch(jobs, g, sid, planned[2] if planned is not None else ())
         for rows in found[:len(jobs) - len(anchors)]:
             out.documents += rows
         if anchors:
@@ -834,7 +871,7 @@ class Tracer:
                     if (d["span_id"], d["shard"], d["doc_ix"]) not in have:
                         out.documents.append(d)
 
-        self._count_spans(spans, g)
+        self._count_spans(spans, g, planned)
         trace_id, dup_min, texts = self.trace_id, p.dup_min_len, g.span_text
         for s in spans:
             b, e = s.start, s.end
