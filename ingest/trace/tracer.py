@@ -838,12 +838,16 @@ class Tracer:
         for s in rare:
             s.kept = True
 
-        # step 7: merge overlapping kept spans whose union occurs
+        # step 7: merge overlapping kept spans whose union occurs: ids[b:e] occurs exactly when the longest
+        # match at b reaches e (n(b) >= e - b), which step 2 found (compiled path: no search of its own)
+        def occurs(b: int, e: int) -> bool:
+            return n[b] >= e - b if g.plan is not None else self._occurs(g, b, e)
+
         kept = sorted(rare, key=_BY_START)
         merged: list[_Span] = []
         for s in kept:
             if (merged and s.start < merged[-1].end and (merged[-1].start, s.end) != (0, L)
-                    and self._occurs(g, merged[-1].start, s.end)):
+                    and occurs(merged[-1].start, s.end)):
                 prev = merged[-1]
                 union = _Span(prev.start, s.end, self._score(ids[prev.start:s.end]), kept=True, merged=True)
                 prev.kept = s.kept = False

@@ -320,3 +320,26 @@ def test_fast_decoder_equals_the_tokenizer(bpe) -> None:
     for t in texts[:5]:
         ids = wtok.encode(t)
         assert wfast(ids) == wtok.decode(ids)
+
+
+def test_a_piece_occurs_exactly_when_the_longest_match_reaches_its_end(engine) -> None:
+    """The compiled tracer answers step 1 (full match) and step 7 (does a union occur) from step 2's longest
+    matches: ids[b:e] occurs iff n(b) >= e - b. Checked against the engine's own search."""
+    from ingest.trace.matching import longest_matches
+
+    eng, tok = engine
+    rng = random.Random(4)
+    checked = occurring = 0
+    for text in _gens(tok):
+        ids = tok.encode(text)
+        if not ids:
+            continue
+        n = longest_matches(eng, ids)
+        pieces = [(0, len(ids))] + [(b, rng.randint(b + 1, min(len(ids), b + 2 * n[b] + 2)))
+                                    for b in (rng.randrange(len(ids)) for _ in range(60))]
+        for b, e in pieces:
+            found = eng.occurs_bytes(eng.ids_bytes(ids[b:e]))
+            assert (n[b] >= e - b) == found, (b, e, n[b])
+            checked += 1
+            occurring += found
+    assert occurring > 50 and checked - occurring > 50
