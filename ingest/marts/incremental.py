@@ -32,11 +32,12 @@ from ingest.marts.common import arrow_of, workers
 
 _SEP = "\x1f"
 RUN = ("run_id", "trace_id")  # the group of a per-run model; a per-pair model passes ("run_a", "run_b", "trace_id")
-# Python memory per input row of a per-run bootstrap: the Arrow rows of the projected units (run, pass, unit,
-# metric, four numbers) and the codes, sort order and matrices `unit_matrices` makes from them. Measured on
-# 16x-paper-scale runs (160,000 units x 30 metrics) with DuckDB's share set: 278-304 bytes per row above the
-# process's start (2026-12-04); rounded up.
-UNIT_ROW_BYTES = 320
+# Memory per input row of a per-run bootstrap: the Arrow rows of the projected units (run, pass, unit, metric,
+# four numbers) read in UNIT_ORDER and the codes and matrices `unit_matrices` makes from them. Measured on a
+# 16x-paper-scale run (160,000 units x 30 metrics = 4.8M rows, 10,000 resamples), DuckDB held to 400 MB: 1,048
+# MiB peak, 141 MiB at the start, so 198 bytes a row, DuckDB's sort included (2026-12-04; unsorted rows through
+# the general path: 1,517 MiB).
+UNIT_ROW_BYTES = 200
 
 
 def _group_keys(t: pa.Table, keys: tuple[str, ...] = RUN) -> list[str]:
@@ -119,14 +120,20 @@ def with_input_hash(result: pa.Table, groups: pa.Table, keys: tuple[str, ...] = 
 
 
 def incremental_by_run(dbt: Any, session: Any, units: Any, inputs: Any,
-                       compute: Callable[[pa.Table], pa.Table]) -> pa.Table:
+                       compute: Callable[[pa.Table], pa.Table], order: str | None = None) -> pa.Table:
     """The whole pattern: the groups to compute (`inputs`: the `<model>_inputs` relation), their rows of
     `units` (a relation with run_id and trace_id: project it to the columns `compute` reads, every column
-    costs memory per row) read a batch of groups at a time, `compute(those rows)` per batch, the hash column. (The models pass relations, not names: dbt finds a Python model's dependencies in
-    its own `dbt.ref("...")` calls.)"""
+    costs memory per row) read a batch of groups at a time, `compute(those rows)` per batch, the hash column.
+    `order` (an ORDER BY list) sorts each batch's rows in DuckDB, e.g. the bootstraps' `UNIT_ORDER`, whose
+    sorted rows `unit_matrices` reads without sorting or copying them again. (The models pass relations, not
+    names: dbt finds a Python model's dependencies in its own `dbt.ref("...")` calls.)"""
     groups = groups_to_compute(dbt, session, inputs)
     cut = batches(groups, rows=group_rows(units, groups), max_rows=max(1, python_batch_bytes() // UNIT_ROW_BYTES))
-    parts = [compute(arrow_of(units.filter(sql_group_filter(batch)))) for batch in cut]
+    def rows(batch: pa.Table) -> pa.Table:
+        picked = units.filter(sql_group_filter(batch))
+        return arrow_of(picked.order(order) if order else picked)
+
+    parts = [compute(rows(batch)) for batch in cut]
     if not parts:  # nothing to compute: the empty table with the model's schema
         parts = [compute(arrow_of(units.filter("false")))]
     return with_input_hash(pa.concat_tables(parts), groups)

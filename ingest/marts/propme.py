@@ -83,16 +83,93 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     return rank[enc.indices.to_numpy(zero_copy_only=False)], [labels[i] for i in order]
 
 
+# The order the per-run Python models read their units in (`incremental_by_run(..., order=UNIT_ORDER)`): sorted
+# rows take `unit_matrices`' lean path. DuckDB compares strings byte-wise (UTF-8), which is Python's code-point
+# order; NULL trace ids first, as "\x00" sorts here.
+UNIT_ORDER = "run_id, trace_id nulls first, unit_id, metric"
+
+
+def _filled_trace(units: pa.Table) -> pa.ChunkedArray:
+    return pc.if_else(pc.is_null(units.column("trace_id")), "\x00",
+                      pc.fill_null(units.column("trace_id").cast(pa.string()), ""))
+
+
+def _trace_key(units: pa.Table) -> pa.ChunkedArray:
+    """The trace id as the grouping compares it (NULL as "\x00"), without a copy when there is no NULL."""
+    trace = units.column("trace_id").cast(pa.string())
+    return _filled_trace(units) if trace.null_count else trace
+
+
+def _changed(column: pa.ChunkedArray) -> np.ndarray:
+    """Row i differs from row i - 1 (row 0 always), as booleans."""
+    n = len(column)
+    if n <= 1:
+        return np.ones(n, dtype=bool)
+    diff = pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy()
+    return np.r_[True, diff]
+
+
+def _is_sorted(columns: list[pa.ChunkedArray]) -> bool:
+    """Whether the rows are in strictly increasing order of these string columns, compared left to right."""
+    n = len(columns[0])
+    if n <= 1:
+        return True
+    undecided = np.ones(n - 1, dtype=bool)  # rows i-1 and i equal on every column so far
+    for col in columns:
+        a, b = col.slice(0, n - 1), col.slice(1)
+        if (undecided & pc.greater(a, b).to_numpy()).any():
+            return False
+        undecided &= ~pc.less(a, b).to_numpy()
+    return not undecided.any()  # an undecided pair is a duplicate row: the general path names it
+
+
+def _unit_matrices_sorted(units: pa.Table, keys: list[pa.ChunkedArray]) -> dict[tuple[str, str | None], UnitMatrix]:
+    """`unit_matrices` of rows already sorted by (run, pass, unit, metric): no sort, no per-row copies of the
+    keys or the numbers, which go from Arrow's buffers straight into the matrices (a run of 16x paper scale,
+    4.8M rows: ~220 MiB above its 387 MiB of Arrow rows instead of ~780 MiB, measured)."""
+    run, trace, unit, metric = keys
+    metric_codes, metric_labels = _codes(metric)
+    new_group = _changed(run) | _changed(trace)
+    new_unit = new_group | _changed(unit)
+    starts = np.r_[np.flatnonzero(new_group), units.num_rows]
+    out = {}
+    for a, b in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        u_idx = np.cumsum(new_unit[a:b]) - 1
+        m_present = np.unique(metric_codes[a:b])
+        m_idx = np.searchsorted(m_present, metric_codes[a:b])
+        shape = (int(u_idx[-1]) + 1, len(m_present))
+        mats = {}
+        for col in ("num", "den", "n_generations", "n_eligible"):
+            mat = np.zeros(shape, dtype=np.float64)
+            at = 0
+            for chunk in units.column(col).slice(a, b - a).chunks:  # Arrow's buffers, not a copy of the column
+                n = len(chunk)
+                mat[u_idx[at:at + n], m_idx[at:at + n]] = chunk.to_numpy(zero_copy_only=False)
+                at += n
+            mats[col] = mat
+        labels = np.array(unit.slice(a, b - a).filter(pa.array(new_unit[a:b])).to_pylist(), dtype=object)
+        trace_label = trace[a].as_py()
+        out[(run[a].as_py(), None if trace_label == "\x00" else trace_label)] = UnitMatrix(
+            labels, [metric_labels[i] for i in m_present], mats["num"], mats["den"], mats["n_generations"],
+            mats["n_eligible"])
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][0], "\x00" if kv[0][1] is None else kv[0][1])))
+
+
 def unit_matrices(units: pa.Table | pd.DataFrame) -> dict[tuple[str, str | None], UnitMatrix]:
-    """Group `int_metric_units` rows by (run_id, trace_id) into dense matrices (units in sorted order)."""
+    """Group `int_metric_units` rows by (run_id, trace_id) into dense matrices (units in sorted order). Rows
+    already in UNIT_ORDER (no duplicate) take a lean path; any other order the general one, same result."""
     out: dict[tuple[str, str | None], UnitMatrix] = {}
     if isinstance(units, pd.DataFrame):
         units = pa.Table.from_pandas(units, preserve_index=False)
     if units.num_rows == 0:
         return out
-    trace_filled = pc.fill_null(units.column("trace_id").cast(pa.string()), "")
+    keys = [units.column("run_id").cast(pa.string()), _trace_key(units), units.column("unit_id").cast(pa.string()),
+            units.column("metric").cast(pa.string())]
+    if _is_sorted(keys):
+        return _unit_matrices_sorted(units, keys)
+    del keys
     run_codes, run_labels = _codes(units.column("run_id").cast(pa.string()))
-    trace_codes, trace_labels = _codes(pc.if_else(pc.is_null(units.column("trace_id")), "\x00", trace_filled))
+    trace_codes, trace_labels = _codes(_filled_trace(units))
     unit_codes, unit_labels = _codes(units.column("unit_id").cast(pa.string()))
     metric_codes, metric_labels = _codes(units.column("metric").cast(pa.string()))
     order = np.lexsort((metric_codes, unit_codes, trace_codes, run_codes))

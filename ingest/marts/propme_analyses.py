@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.marts.common import finite
 from ingest.marts.propme import Params, setting_bootstrap
@@ -61,7 +62,7 @@ def keyed_bootstrap(units: pa.Table, params: Params | None) -> pa.Table:
     kept (the propensity scores of `int_cumulative_filter_propensity` pair them like the PM metrics)."""
     if params is None or units.num_rows == 0:
         return setting_bootstrap(units, None)
-    keys = tuple(sorted(set(units.column("metric").to_pylist())))
+    keys = tuple(sorted(pc.unique(units.column("metric")).to_pylist()))  # not a Python str per row (4.8M at 16x)
     return setting_bootstrap(units, Params(params.n_resamples, params.seed, params.ci_level, keys))
 
 

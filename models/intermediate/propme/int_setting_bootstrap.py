@@ -9,7 +9,7 @@ def model(dbt, session):
     dbt.config(materialized="incremental", incremental_strategy="append", on_schema_change="fail")
     from ingest.marts.common import arrow_of
     from ingest.marts.incremental import incremental_by_run
-    from ingest.marts.propme import Params, setting_bootstrap
+    from ingest.marts.propme import UNIT_ORDER, Params, setting_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     # only what the bootstrap reads: at 16x paper scale a run is 4.8M unit rows, and the hash and kind strings
@@ -17,4 +17,4 @@ def model(dbt, session):
     units = dbt.ref("int_metric_units").project(
         "run_id, trace_id, unit_id, metric, num, den, n_generations, n_eligible")
     return incremental_by_run(dbt, session, units, dbt.ref("int_setting_bootstrap_inputs"),
-                              lambda rows: setting_bootstrap(rows, params))
+                              lambda rows: setting_bootstrap(rows, params), order=UNIT_ORDER)

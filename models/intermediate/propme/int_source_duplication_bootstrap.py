@@ -8,11 +8,11 @@ def model(dbt, session):
     dbt.config(materialized="incremental", incremental_strategy="append", on_schema_change="fail")
     from ingest.marts.common import arrow_of
     from ingest.marts.incremental import incremental_by_run
-    from ingest.marts.propme import Params
+    from ingest.marts.propme import UNIT_ORDER, Params
     from ingest.marts.propme_analyses import keyed_bootstrap
 
     params = Params.from_table(arrow_of(dbt.ref("int_propme_params")))
     units = dbt.ref("int_source_duplication_units").project(
         "run_id, trace_id, unit_id, metric_key as metric, num, den, n_generations, n_eligible")
     return incremental_by_run(dbt, session, units, dbt.ref("int_source_duplication_bootstrap_inputs"),
-                              lambda rows: keyed_bootstrap(rows, params))
+                              lambda rows: keyed_bootstrap(rows, params), order=UNIT_ORDER)
