@@ -58,7 +58,7 @@ def trace(
                                                      "prompt + true continuation for source duplication).")] = None,
     mode: Annotated[str, typer.Option(help="mixed (default) or text span filter.")] = "mixed",
     workers: Annotated[int, typer.Option(help="Worker processes (each opens the index once).")] = 1,
-    threads: Annotated[int, typer.Option(help="Threads per worker sharing one copy of its index. The searches, document windows, decoding and nv-recall run compiled without the GIL; building the output rows holds it: 2 threads give ~1.65x (BENCHMARKS.md). --workers scales further at one index mapping per process.")] = 1,
+    threads: Annotated[int, typer.Option(help="Threads per worker sharing one copy of its index. The searches, document windows, decoding, nv-recall, row keys and sampling run compiled without the GIL; building the output rows holds it: 2 threads give ~1.75x (BENCHMARKS.md). --workers scales further at one index mapping per process.")] = 1,
     batch_size: Annotated[int, typer.Option(help="Generations per lake partition (the unit of resuming).")] = 64,
     seed: Annotated[int, typer.Option(help="Document-sampling seed.")] = 0,
     nv_variant: Annotated[str, typer.Option(help="adaptive (default) or fixed nv-recall parameters.")] = "adaptive",

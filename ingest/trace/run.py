@@ -6,8 +6,8 @@ the batch done). A batch's partition name hashes its generations' ids AND texts:
 regenerated with new text under the same ids gets new partitions (the old ones are removed), so a trace is
 never reused for a text it was not computed from. `traced_generations` records, per generation, the hash
 of the traced text and its length in index tokens; the marts join on that hash.
-Each worker process opens the index once; its threads share it (lookups, nv-recall and the normalized
-tier's normalization release the GIL, the rest of a trace holds it: threads help little). Before each
+Each worker process opens the index once; its threads share it (the compiled steps of a trace release the
+GIL, building its rows holds it: 2 threads give ~1.75x, BENCHMARKS.md). Before each
 batch a worker measures its mapped memory and reopens the engine when it is over the engine's budget
 (`IndexEngine.reopen_if_over_budget`), which returns the memory maps' page tables to the OS. A batch's four
 partitions are written in one lake transaction: a crash never leaves spans without their `span_counts`

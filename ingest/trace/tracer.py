@@ -14,9 +14,9 @@ key, span and span-document ids alike, in one call per kind (`keykernel`, BLAKE2
 normalization (ASCII) and the tokenizer's encode release the GIL too. Python keeps the glue and builds the
 output rows (dicts, metadata JSON cached per document, each window's text as a str), plus what the kernels
 leave to it exactly: windows that are not valid UTF-8 (decoded by the tokenizer) and the tier and nv-recall
-words of windows with other non-ASCII characters. That is ~20% of a trace's CPU, so 2 threads are bounded
-near 1.7x by Amdahl and worker processes still scale further than threads (BENCHMARKS.md, "Threads and the
-GIL"). Any other engine or
+words of windows with other non-ASCII characters. That is ~17% of a trace's CPU: 2 threads give ~1.75x
+(Amdahl's bound ~1.7x) and worker processes still scale further than threads (BENCHMARKS.md, "Threads and
+the GIL: rows and keys in one call"). Any other engine or
 tokenizer, or numba missing, takes the Python path step by step (same rows: tests/python/test_trace_fast.py).
 Output rows use the lake's column names so the batch runner can write them as they are.
 
