@@ -88,7 +88,19 @@ def _put_int(buf: Any, n: int, x: int) -> int:
     if x < 0:
         buf[n] = 45
         n += 1
-        x = -x  # int64's minimum is not a shard, document or token position
+        # -x overflows for int64's minimum: the magnitude as uint64, -(x + 1) + 1 (all uint64 arithmetic:
+        # numba turns uint64 mixed with int64 into float64)
+        u = np.uint64(-(x + 1)) + np.uint64(1)
+        ten = np.uint64(10)
+        k = 1
+        v = u
+        while v >= ten:
+            v //= ten
+            k += 1
+        for i in range(k - 1, -1, -1):
+            buf[n + i] = np.uint64(48) + u % ten
+            u //= ten
+        return n + k
     k = 1
     y = x
     while y >= 10:
@@ -170,7 +182,9 @@ def _jit_off() -> bool:
 
 def prefix_bytes(*prefix: object) -> bytes:
     """The UTF-8 encoding `make_key` gives `prefix` and the separator after it (ingest/lake/keys.py: None as
-    a NUL, else `type:value`), for `pair_keys`."""
+    a NUL, else `type:value`), for `pair_keys`; no prefix: empty (`make_key(a, b)` starts with `int:`)."""
+    if not prefix:
+        return b""
     return ("\x1f".join("\x00" if p is None else f"{type(p).__name__}:{p}" for p in prefix) + "\x1f").encode()
 
 
@@ -180,8 +194,9 @@ def _hashlib_keys(heads: Sequence[bytes], which: Sequence[int], a: Sequence[int]
 
 
 def pair_keys(heads: Sequence[bytes], which: Sequence[int], a: Sequence[int], b: Sequence[int]) -> list[str]:
-    """`make_key(*prefix_w, a[i], b[i])` for every i, where `heads[w]` is `prefix_bytes(*prefix_w)` and
-    w = which[i]; the ints are Python (or numpy) ints. One compiled call when available."""
+    """`make_key(*prefix_w, int(a[i]), int(b[i]))` for every i, where `heads[w]` is `prefix_bytes(*prefix_w)`
+    and w = which[i]: the ints are always encoded as Python ints (`int:`), also when a and b are numpy
+    arrays (make_key of a numpy scalar would write its type, `int64:`). One compiled call when available."""
     if not len(a):
         return []
     if _jit_off() or not available():

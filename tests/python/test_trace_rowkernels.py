@@ -141,3 +141,16 @@ def test_spans_with_scores_is_both_steps() -> None:
         b2, e2 = spankernel.maximal_spans(n, 2)
         assert bs.tolist() == b2.tolist() and es.tolist() == e2.tolist()
         assert sc.tolist() == spankernel.span_scores(ids, lp, -30.0, b2, e2).tolist()
+
+
+def test_pair_keys_at_int64_limits_and_without_prefix() -> None:
+    """int64's minimum (its negation overflows) is written as str() writes it; no prefix is an empty head
+    (`make_key(a, b)` has no separator before `int:`); numpy arrays are keyed as Python ints."""
+    lo, hi = -(2**63), 2**63 - 1
+    a, b = [lo, lo + 1, -1, 0, hi], [hi, lo, 0, -10, lo]
+    assert keykernel.prefix_bytes() == b""
+    for head in ((), ("s",)):
+        want = [make_key(*head, x, y) for x, y in zip(a, b)]
+        h = [keykernel.prefix_bytes(*head)]
+        assert keykernel.pair_keys(h, [0] * 5, a, b) == want
+        assert keykernel.pair_keys(h, np.zeros(5, dtype=np.int64), np.array(a), np.array(b)) == want
