@@ -13,6 +13,10 @@
 -- buffers every row of its group). No CTE over spans or documents is read twice (DuckDB would store it as a
 -- temporary table). The query this replaced joined all spans, with their texts, to all their documents before
 -- filtering, and ran out of memory at 8x under a 6GB budget; this one builds at 8x alone without spilling.
+-- It runs after int_generation_facts (the edge below; it reads nothing of it): dbt's two threads ran the two
+-- largest joins of the build side by side in one DuckDB budget, which spilled ~10 GB and took 563 s at 8x (147 s
+-- alone), and at times failed with DuckDB's "Out of Memory Error: failed to pin block" (8x, 2026-12-04 17:42).
+-- depends_on: {{ ref('int_generation_facts') }}
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
