@@ -200,7 +200,9 @@ def pair_keys(heads: Sequence[bytes], which: Sequence[int], a: Sequence[int], b:
     if not len(a):
         return []
     if _jit_off() or not available():
-        return _hashlib_keys(heads, np.asarray(which).tolist(), np.asarray(a).tolist(), np.asarray(b).tolist())
+        # the ints converted as the kernel's arguments are (a bool is int:1, as int(a) writes it, not int:True)
+        return _hashlib_keys(heads, np.asarray(which).tolist(), np.asarray(a, dtype=np.int64).tolist(),
+                             np.asarray(b, dtype=np.int64).tolist())
     hlen = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
     buf = np.frombuffer(b"".join(heads) or b"\0", dtype=np.uint8)
     out = blake2b_pair_keys(buf, hlen, np.asarray(which, dtype=np.int64), np.asarray(a, dtype=np.int64),

@@ -83,8 +83,6 @@ def test_prefix_bytes_of_no_prefix() -> None:
     assert got == want
 
 
-@pytest.mark.xfail(strict=True, reason="keykernel.pair_keys' hashlib fallback writes a bool as int:True (the kernel "
-                   "writes int:1, the contract int(a))")
 def test_pair_keys_fallback_keys_bools_as_ints_like_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """pair_keys' contract is make_key(*prefix, int(a), int(b)): the kernel writes a bool as `int:1`; the
     hashlib fallback (numba missing, NUMBA_DISABLE_JIT=1, failed self-check) must write the same, not
