@@ -736,25 +736,28 @@ class Tracer:
         """What `_count_spans` searches, known before the documents step: (the spans that step does not
         count, step 9's trims of every long span, the pieces to count for both, in that order), so the
         documents step's one search call counts them too (compiled path)."""
-        p = self.p
         in_jobs = {id(s) for s, _, _ in jobs}
         todo = [s for s in spans if id(s) not in in_jobs]
-        qs: list[tuple[int, int]] = [(s.start, s.end) for s in todo]
-        dups = []
-        dup_min = p.dup_min_len
+        dups, pieces = self._dup_pieces(spans, g)
+        return todo, dups, [(s.start, s.end) for s in todo] + pieces
+
+    def _dup_pieces(self, spans: list[_Span], g: _Gen) -> tuple[list[tuple], list[tuple[int, int]]]:
+        """Step 9's trims of every long span ((span, b, e, tb, te) each) and the pieces whose counts it needs:
+        the trimmed span's first dup_prefix_len tokens and the whole trimmed span, when the trim left any."""
+        p = self.p
+        dups, pieces = [], []
         for s in spans:
-            if s.end - s.start >= dup_min:
+            if s.end - s.start >= p.dup_min_len:
                 b, e, tb, te = self._trimmed(s, g)
                 dups.append((s, b, e, tb, te))
                 if e > b:
-                    qs += [(b, min(e, b + p.dup_prefix_len)), (b, e)]
-        return todo, dups, qs
+                    pieces += [(b, min(e, b + p.dup_prefix_len)), (b, e)]
+        return dups, pieces
 
     def _count_spans(self, spans: list[_Span], g: _Gen, planned: tuple[Any, ...] | None = None) -> None:
         """The count of every span that has none yet and, on the compiled path, the duplication counts of
         step 9 (into g.dup), all in one search call (or counted with the documents step: `planned`, from
         `_count_plan`, and g.extra_counts); else `_count` span by span."""
-        p = self.p
         if g.plan is None:
             for s in spans:
                 if not s.count:
@@ -769,15 +772,8 @@ class Tracer:
             for s, b, e, tb, te in dups:
                 g.dup[id(s)] = (tb, te, next(cnt), next(cnt)) if e > b else (tb, te, None, None)
             return
-        qs: list[tuple[int, int]] = [(s.start, s.end) for s in spans if not s.count]
-        dups = []
-        dup_min = p.dup_min_len
-        for s in spans:
-            if s.end - s.start >= dup_min:
-                b, e, tb, te = self._trimmed(s, g)
-                dups.append((s, b, e, tb, te))
-                if e > b:
-                    qs += [(b, min(e, b + p.dup_prefix_len)), (b, e)]
+        dups, pieces = self._dup_pieces(spans, g)
+        qs: list[tuple[int, int]] = [(s.start, s.end) for s in spans if not s.count] + pieces
         if not qs:
             return
         cnt = iter(self.engine.find_many_bytes(g.plan, [b for b, _ in qs], [e for _, e in qs])[0])
