@@ -208,7 +208,7 @@ def main() -> None:
 
 def _print_styles(home, mixtures, boxes) -> None:
     """Table 5's shape from fct_mixture_prompt_styles: prompt styles x models, pacc and direct OA %."""
-    from ingest.home import db_path
+    from ingest.home import db_path, stored_model
 
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
         rows = con.execute("select style, model, estimator, avg(overlap_accuracy) from fct_mixture_prompt_styles "
@@ -220,7 +220,7 @@ def _print_styles(home, mixtures, boxes) -> None:
     for st in sorted({st for st, _, _ in got}):
         cells, oas = [], []
         for m in mixtures:
-            model = str(boxes[m][0].model_dir)
+            model = stored_model(home, str(boxes[m][0].model_dir))  # runs name it relative to the warehouse
             pa, di = got.get((st, model, "pacc")), got.get((st, model, "direct"))
             cells.append("" if pa is None else f"{100 * pa:.1f} / {100 * (di or float('nan')):.1f}")
             oas += [100 * pa] if pa is not None else []

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import UserError
+from ingest.home import model_key
 
 TABLE = "mixtures_documented"
 FIELDS = ("domain", "share")
@@ -193,51 +194,67 @@ def partition_of(model: str) -> str:
 
 
 def register(lake, mixture: DocumentedMixture, seed_models: list[str] = ()) -> Registered:
-    """Write `mixture` as the model's documented mixture, replacing an earlier one of the same model."""
+    """Write `mixture` as the model's documented mixture, replacing an earlier one of the same model.
+
+    A model folder inside the warehouse is filed relative to it, as its runs record it (`stored_model`), and
+    models are compared as the marts compare them (`model_key`): an earlier entry filed under the folder's
+    absolute path (before paths were relative, or in the place the warehouse was moved from) is the same
+    model's, and is replaced."""
+    from dataclasses import replace
+
+    from ingest.home import stored_model
     from ingest.lake import make_key
 
+    mixture = replace(mixture, model=stored_model(lake.home, mixture.model))
     ours = partition_of(mixture.model)
-    key = mixture.model.casefold()
-    replaced = None
+    key = model_key(lake.home, mixture.model).casefold()
+    replaced, stale = None, []
     for part in lake.partitions(TABLE):
-        rows = [r for r in lake.read(TABLE, part).to_pylist() if r["model"].casefold() == key]
+        rows = [r for r in lake.read(TABLE, part).to_pylist() if model_key(lake.home, r["model"]).casefold() == key]
         if not rows:
             continue
-        if part != ours:
+        if part != ours and not part.startswith(f"{PARTITION_PREFIX}--"):
             raise UserError(f"model {rows[0]['model']!r} already has a documented mixture in the lake (partition "
                             f"{part}, source {rows[0]['source']!r}; the sandbox writes its models' true mixture); "
                             "register yours under another --model name")
         replaced = rows[0]["source"]
+        if part != ours:
+            stale.append(part)
     variants = [m for m in seed_models if m.casefold() == key and m != mixture.model]
     if variants:
         raise UserError(f"the seed documents this model as {variants[0]!r} (seeds/mixtures_documented.csv); use "
                         f"--model {variants[0]!r} to replace its recipe, or another name")
-    others = {r["model"] for part in lake.partitions(TABLE) if part != ours
+    others = {r["model"] for part in lake.partitions(TABLE) if part != ours and part not in stale
               for r in lake.read(TABLE, part).to_pylist()} | set(seed_models)
-    others = {m for m in others if m.casefold() != key}
+    others = {m for m in others if model_key(lake.home, m).casefold() != key}
     for run_model in {r["model"] or "" for r in lake.read("runs").to_pylist()}:
-        if _pairs(run_model, mixture.model):
-            clash = sorted(m for m in others if _pairs(run_model, m))
+        if _pairs(lake.home, run_model, mixture.model):
+            clash = sorted(m for m in others if _pairs(lake.home, run_model, m))
             if clash:
                 raise UserError(f"--model {mixture.model!r} would pair the runs of {run_model!r} with a second "
                                 f"documented mixture (they already pair with {clash[0]!r}); give the model's full "
                                 "name as its runs name it, or another name")
     rows = [{"mixture_id": make_key(mixture.model, d), "model": mixture.model, "domain": d, "weight": s,
              "source": mixture.source} for d, s in mixture.shares]
-    lake.write(TABLE, ours, rows)
+    with lake.transaction():
+        lake.write(TABLE, ours, rows)
+        for part in stale:
+            lake.delete(TABLE, part)
     return Registered(mixture, ours, replaced, mixture.model in seed_models, _matching_runs(lake, mixture.model))
 
 
-def _pairs(run_model: str, documented: str) -> bool:
+def _pairs(home, run_model: str, documented: str) -> bool:
     """fct_mixture_evaluation's rule: a run pairs with a documented model of the same name or of its last path
-    segment, case-insensitively (var mixture_model_aliases adds more; not counted here)."""
-    key = documented.casefold()
+    segment, case-insensitively, both read as the marts read them (`model_key`; var mixture_model_aliases adds
+    more; not counted here)."""
+    run_model = model_key(home, run_model)
+    key = model_key(home, documented).casefold()
     return key in (run_model.casefold(), run_model.rsplit("/", 1)[-1].casefold())
 
 
 def _matching_runs(lake, model: str) -> int:
     """Runs fct_mixture_evaluation pairs with `model` by name."""
-    return sum(1 for r in lake.read("runs").to_pylist() if _pairs(r["model"] or "", model))
+    return sum(1 for r in lake.read("runs").to_pylist() if _pairs(lake.home, r["model"] or "", model))
 
 
 def seed_models() -> list[str]:

@@ -7,11 +7,17 @@ A warehouse can be moved or copied (`mv`, `cp -r`): a path the lake records (a c
 folders a trace read) is written relative to the warehouse when it lies inside it (`stored_path`) and read
 back against wherever the warehouse is now (`from_stored`); a path outside it (a shared prebuilt index)
 stays absolute, since it does not move with the warehouse.
+
+Model paths follow the same rule (`stored_model`, `model_key`, `model_location`): a model folder inside the
+warehouse (the sandbox's model and checkpoints) is recorded relative to it in `runs.model` and the documented
+mixture's `model`, so the run and its documented mixture keep one key wherever the warehouse lies, while a hub
+name (`EleutherAI/pythia-70m`) or a folder elsewhere is recorded as given.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ingest.errors import UserError
@@ -63,3 +69,45 @@ def stored_path(home: Path, path: str | os.PathLike) -> str:
 def from_stored(home: Path, stored: str) -> Path:
     """A recorded path as it lies now: a relative one under the current warehouse, an absolute one as is."""
     return Path(stored) if os.path.isabs(stored) else Path(home) / stored
+
+
+# a sandbox model folder (and the checkpoints kept under it) as lmaudit lays it out inside a warehouse: the only
+# model folders it writes there, so an absolute path ending this way names the same model in any warehouse
+# (the folder's name is the sandbox's size, knobs and seed). macros/model_key.sql applies the same pattern.
+SANDBOX_MODEL = re.compile(r"^/(?:.*/)?(sandbox/[^/]+/model(?:/checkpoints/step-[0-9]+)?)/*$")
+
+
+def stored_model(home: Path, model: str) -> str:
+    """The model key a run or a documented mixture records: a local model folder inside the warehouse relative
+    to it (as `stored_path`), so that a moved or copied warehouse keeps the key its runs pair on; a hub name, a
+    folder elsewhere, or a key already relative (not a folder from here), exactly as given."""
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        return model
+    stored = stored_path(home, folder)
+    return model if os.path.isabs(stored) else stored
+
+
+def model_key(home: Path, recorded: str) -> str:
+    """A recorded model as the marts compare it (the staging models apply macros/model_key.sql, the same rule).
+
+    Rows written before model paths were relative hold absolute folders: one under this warehouse (its
+    current place) is read relative to it, and a sandbox model's (`.../sandbox/<name>/model`, a checkpoint
+    under it) as its tail, also when it names the place the warehouse was moved or copied from. Hub names,
+    folders elsewhere and relative keys are kept as recorded."""
+    prefix = str(Path(home).resolve()) + "/"
+    if recorded.startswith(prefix):
+        return recorded[len(prefix):]
+    m = SANDBOX_MODEL.match(recorded)
+    return m.group(1) if m else recorded
+
+
+def model_location(home: Path, recorded: str) -> str:
+    """What to load for a recorded model: a key relative to the warehouse (or a legacy absolute one that
+    `model_key` reads so) as the folder in this warehouse when it is there, so a moved or copied warehouse
+    loads its own model and never the original place's (gone, or holding another by now); anything else,
+    a hub name included, as recorded."""
+    key = model_key(home, recorded)
+    if not os.path.isabs(key) and (Path(home) / key).is_dir():
+        return str(Path(home) / key)
+    return recorded

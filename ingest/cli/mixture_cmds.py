@@ -27,7 +27,7 @@ def tokenizer(
     reference: Annotated[Optional[Path], typer.Option("--reference", help="Labelled reference text (JSONL/Parquet with domain and text) instead of the warehouse's reference_docs.")] = None,
     reference_source: Annotated[Optional[str], typer.Option("--reference-source", help="Use only this source of reference_docs (e.g. sandbox-tiny-code-heavy).")] = None,
     domain: Annotated[Optional[list[str]], typer.Option("--domain", help="Use only these domains (repeat the option).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Model key to file the estimate under (default: the tokenizer's folder, absolute), as mixtures_documented names it.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Model key to file the estimate under (default: the tokenizer's folder; relative to the warehouse when inside it, as runs and mixtures_documented name it).")] = None,
     method: Annotated[str, typer.Option("--method", help="noise (default): constraints weighed by their bootstrap standard error, merges chosen from the data, bias-corrected point, interval from resampled reference files and the training sample; paper: Hayase et al.'s LP over the first 300 merges; noise-v1: the first noise method.")] = "noise",
     training_mb: Annotated[Optional[float], typer.Option("--training-mb", help="MB of text the tokenizer was trained on, if known (the noise method's interval draws a training sample of that size; default: as much as the reference text; inf: reference sampling only).")] = None,
     max_merges: Annotated[Optional[int], typer.Option("--max-merges", help="Use only the first N merges; 0 = all; default: the method's (paper 300, noise chosen from the data).")] = None,
@@ -66,7 +66,7 @@ def tokenizer(
     est = estimate_tokenizer_mixture(tok, docs, method=method, max_merges=max_merges, n_boot=n_boot, seed=seed,
                                      level=ci_level, top_k=top_k, pair_slack=not step_slack_only,
                                      training_bytes=None if training_mb is None else training_mb * 1e6)
-    key = model_key(tokenizer_path, model)
+    key = model_key(tokenizer_path, model, lake.home)
     write_estimate(lake, estimate_rows(est, key, str(tok.path), source))
     s = est.solution
     console.print(f"bpe_merges ({est.method}) for {key}: {est.n_merges_used} merges, {sum(est.n_docs.values())} reference "
@@ -134,7 +134,7 @@ def sweep(
     ctx: typer.Context,
     axis: Annotated[Optional[list[str]], typer.Option("--axis", help="NAME=V1,V2,... (repeat for more axes): reference (documents per domain, Table 4), backend (tfidf, transformer, transformer:PATH of a pretrained encoder; Table 3), granularity (fine, or groups such as code+headers/boilerplate+documentation), temperature, generations. One factor varies at a time around the base.")] = None,
     run: Annotated[Optional[str], typer.Option("--run", help="Classify this existing run's samples (its model is the model swept).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Sample this model (a local folder, absolute path as the sandbox registered it) instead of --run.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Sample this model (a local folder, e.g. the sandbox's <warehouse>/sandbox/<size>-seed<n>/model) instead of --run.")] = None,
     corpus: Annotated[Optional[str], typer.Option("--corpus", help="The corpus whose unconditional prompt is sampled (with --model, or with --run for a temperature axis).")] = None,
     n: Annotated[int, typer.Option("--n", help="Samples of the base run when the sweep samples the model (the neutral preset's).")] = _NEUTRAL_N,
     max_new_tokens: Annotated[Optional[int], typer.Option("--max-new-tokens", help="New tokens per sample (default: the neutral preset's, cut to the model's context).")] = None,
@@ -151,6 +151,7 @@ def sweep(
     `classify train` protocol, classifies the samples and runs every estimator; rows go to mixture_sweeps
     (resumable), fct_mixture_sweeps scores them, `lmaudit report` draws Tables 3 and 4."""
     from ingest.errors import UserError
+    from ingest.home import model_location
     from ingest.mixture.sweep import (PointConfig, Sampler, SweepSpec, check_estimators, overlap_by_estimator,
                                       parse_grid, run_sweep)
     from ingest.names import check_name
@@ -168,7 +169,8 @@ def sweep(
         rows = [r for r in lake.read("runs").to_pylist() if r["run_id"] == run]
         if not rows:
             raise UserError(f"unknown run {run!r}; list runs with lmaudit sql \"select run_id from stg_runs\"")
-        sampler = Sampler(model=rows[0]["model"], run_id=run, corpus=corpus, max_new_tokens=max_new_tokens)
+        sampler = Sampler(model=model_location(lake.home, rows[0]["model"]), run_id=run, corpus=corpus,
+                          max_new_tokens=max_new_tokens)
         base = PointConfig(temperature=float(rows[0]["temperature"] or 1.0))  # the run's own temperature
     else:
         if corpus is None:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from ingest import __version__
 from ingest.checkpoints import revision_of
 from ingest.errors import UserError
+from ingest.home import model_location, stored_model
 from ingest.generate.backends import Backend, GenRequest, SamplingConfig
 from ingest.lake import Lake, make_key, partition_name
 
@@ -59,11 +60,14 @@ class RunSpec:
         if self.purpose not in PURPOSES:
             raise UserError(f"unknown purpose {self.purpose!r}; choose one of {', '.join(PURPOSES)}")
 
-    def fingerprint(self, units: Sequence[PromptUnit]) -> str:
+    def fingerprint(self, units: Sequence[PromptUnit], model: str | None = None) -> str:
         """What the samples depend on: a resumed run whose fingerprint differs (another backend, device,
-        dtype or engine argument as well as other sampling) drops its chunks instead of mixing them."""
+        dtype or engine argument as well as other sampling) drops its chunks instead of mixing them. `model`:
+        the model as the run records it (`ingest.home.stored_model`, default `self.model`), so a moved
+        warehouse resumes its runs of a model inside it."""
         engine = () if self.engine == "{}" else (self.backend, self.engine)
-        return make_key(self.model, self.setting, self.corpus_id, json.dumps(asdict(self.sampling), sort_keys=True),
+        model = self.model if model is None else model
+        return make_key(model, self.setting, self.corpus_id, json.dumps(asdict(self.sampling), sort_keys=True),
                         self.seed_base, self.chunk_size, *engine, *(f"{u.prompt_id}:{u.n_samples}" + (f"+{u.first_sample}" if u.first_sample else "") for u in units))
 
 
@@ -77,13 +81,37 @@ class RunSummary:
     tokens: int
 
 
+def _legacy_fingerprint(lake: Lake, spec: RunSpec, units: Sequence[PromptUnit], recorded: str,
+                        old_fp: str | None) -> str | None:
+    """The fingerprint of a run recorded before model paths were relative (its model as then given: an
+    absolute folder, perhaps of the place the warehouse was moved from) when it is this run's: the recorded
+    model is the one given now (`model_location`, or the same path under the warehouse's old place) and the
+    fingerprint with it is the recorded one. Else None. The re-run keeps that fingerprint and records the
+    model relative, as re-running `lmaudit trace` re-records an old pass's folders."""
+    from pathlib import Path
+
+    if old_fp is None:
+        return None
+    given, key = Path(spec.model).expanduser(), stored_model(lake.home, spec.model)
+    inside = given.is_dir() and not Path(key).is_absolute()  # a folder in this warehouse, not a hub name
+    same = Path(model_location(lake.home, recorded)).resolve() == given.resolve() or (
+        inside and Path(recorded).is_absolute() and recorded.endswith(f"/{key}"))
+    return old_fp if same and spec.fingerprint(units, recorded) == old_fp else None
+
+
 def _work_list(spec: RunSpec, units: Sequence[PromptUnit]) -> list[tuple[PromptUnit, int]]:
     return [(u, g) for u in units for g in range(u.first_sample, u.first_sample + u.n_samples)]
 
 
-def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime, finished: datetime | None) -> dict:
+def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime, finished: datetime | None,
+             model: str | None = None, tokenizer: str | None = None) -> dict:
+    """The run's `runs` row; `model` and `tokenizer` as recorded (relative to the warehouse when inside it),
+    default as given."""
+    model = spec.model if model is None else model
+    if tokenizer is None:
+        tokenizer = spec.tokenizer if spec.tokenizer is not None else model
     return {
-        "run_id": spec.run_id, "model": spec.model, "revision": revision_of(spec.model), "corpus_id": spec.corpus_id,
+        "run_id": spec.run_id, "model": model, "revision": revision_of(spec.model), "corpus_id": spec.corpus_id,
         "setting": spec.setting, "backend": spec.backend, "temperature": spec.sampling.temperature,
         "top_p": spec.sampling.top_p, "max_new_tokens": spec.sampling.max_new_tokens, "n_samples": n_samples,
         "seed_base": spec.seed_base,
@@ -91,7 +119,7 @@ def _run_row(spec: RunSpec, fingerprint: str, n_samples: int, started: datetime,
                                        "chunk_size": spec.chunk_size, "engine": json.loads(spec.engine)},
                                       sort_keys=True),
         "source": "lmaudit generate", "code_version": __version__, "started_at": started, "finished_at": finished,
-        "purpose": spec.purpose, "tokenizer": spec.tokenizer if spec.tokenizer is not None else spec.model,
+        "purpose": spec.purpose, "tokenizer": tokenizer,
     }
 
 
@@ -108,13 +136,13 @@ class GenerateWorker:
         return self.backend.generate(requests, sampling)
 
 
-def _drop_stale_chunks(lake: Lake, run_id: str, fingerprint: str, n_chunks: int) -> None:
+def _drop_stale_chunks(lake: Lake, run_id: str, fingerprints: set[str], n_chunks: int) -> None:
     """Chunks left by an unfinished (uncommitted) run of this id with other parameters or more chunks: not
     ours to resume, and they would become visible with our runs row."""
     ours = {partition_name("run", run_id, f"chunk-{ci:06d}") for ci in range(n_chunks)}
     for part in lake.partitions("generations"):
         rec = lake.record("generations", part) or {}
-        if part in ours and rec.get("fingerprint") == fingerprint:
+        if part in ours and rec.get("fingerprint") in fingerprints:
             continue
         if part in ours or rec.get("run_id") == run_id:
             lake.delete("generations", part)
@@ -138,11 +166,13 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
     a bar is invisible, gets a plain progress line after the first chunk and then every `progress_every_s`."""
     if not units:
         raise UserError(f"run {spec.run_id}: no prompts for setting {spec.setting}; run `lmaudit prompts build` first")
-    fp = spec.fingerprint(units)
+    model = stored_model(lake.home, spec.model)
+    fp = spec.fingerprint(units, model)
     run_part = partition_name("run", spec.run_id)
     existing = [r for r in lake.read("runs").to_pylist() if r["run_id"] == spec.run_id]
     if existing:
         old_fp = json.loads(existing[0]["sampling_params"] or "{}").get("fingerprint")
+        fp = _legacy_fingerprint(lake, spec, units, existing[0]["model"], old_fp) or fp
         if old_fp != fp:
             raise UserError(f"run {spec.run_id!r} already exists with other parameters or prompts; choose another "
                             "--run-id (or delete the old run) instead of mixing two runs")
@@ -151,8 +181,8 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
 
     work = _work_list(spec, units)
     chunks = [work[i:i + spec.chunk_size] for i in range(0, len(work), spec.chunk_size)]
-    if not existing:
-        _drop_stale_chunks(lake, spec.run_id, fp, len(chunks))
+    if not existing:  # chunks of a run killed before model paths were relative fingerprint the model as given
+        _drop_stale_chunks(lake, spec.run_id, {fp, spec.fingerprint(units)}, len(chunks))
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
 
@@ -207,5 +237,7 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
                 out.print(f"generate {spec.run_id}: {done_before + done_now:,}/{len(work):,} generations "
                           f"({100 * (done_before + done_now) / len(work):.0f} %), {tokens / el if el > 0 else 0:,.0f} "
                           f"tokens/s{eta}", markup=False, highlight=False, soft_wrap=True)
-    lake.write("runs", run_part, [_run_row(spec, fp, n_samples, started, datetime.now(timezone.utc))])
+    tokenizer = None if spec.tokenizer is None else stored_model(lake.home, spec.tokenizer)
+    lake.write("runs", run_part, [_run_row(spec, fp, n_samples, started, datetime.now(timezone.utc), model=model,
+                                           tokenizer=tokenizer)])
     return RunSummary(spec.run_id, len(work), len(chunks), skipped, time.perf_counter() - t0, tokens)

@@ -252,14 +252,25 @@ def documented_truth(lake: Lake, model: str, aliases: dict[str, str] | None = No
     documented add`), matched as the marts match a run: the full name, else the run model's last path part,
     case-insensitively (the documented name whole: two folders both called `model` are not one model), else the
     documented name var `mixture_model_aliases` gives the run's model (`aliases`, keyed by the model exactly as the
-    run names it). None when there is none."""
+    run names it). Models are compared as the marts read them (`ingest.home.model_key`: a folder inside the
+    warehouse by its path relative to it), so a sandbox model given by its absolute folder finds the truth the
+    sandbox filed relative. None when there is none."""
+    from ingest.home import model_key, stored_model
+
+    def key(m: str) -> str:
+        return model_key(lake.home, m)
+
     rows = lake.read("mixtures_documented").to_pylist()
+    run = key(stored_model(lake.home, model))
     alias = (aliases or {}).get(model)
-    rules = [(lambda m: m, lambda m: m), (str.lower, str.lower), (str.lower, lambda m: m.rsplit("/", 1)[-1].lower())]
+    if alias is None:
+        alias = {key(k): v for k, v in (aliases or {}).items()}.get(run)
+    rules = [(key, lambda m: m), (lambda m: key(m).lower(), str.lower),
+             (lambda m: key(m).lower(), lambda m: m.rsplit("/", 1)[-1].lower())]
     if alias is not None:
-        rules.append((str.lower, lambda m: str(alias).lower()))
+        rules.append((lambda m: key(m).lower(), lambda m: key(str(alias)).lower()))
     for doc_key, run_key in rules:
-        hit = [r for r in rows if doc_key(r["model"]) == run_key(model)]
+        hit = [r for r in rows if doc_key(r["model"]) == run_key(run)]
         if hit:
             return {r["domain"]: float(r["weight"]) for r in hit}, hit[0]["source"]
     return None, None

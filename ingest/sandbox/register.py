@@ -40,10 +40,12 @@ def build_and_register(lake, home, size, seed: int = 0, progress: bool = True, i
     register_corpus(lake, name, [index_dir])
     # one partition per sandbox model, whichever index it is traced against (the truth is the model's)
     # every kept checkpoint was trained on the same corpus: the same truth, under its own model path
+    # the paths relative to the warehouse, as its runs record them: a moved warehouse keeps the pairing
     from ingest.checkpoints import list_checkpoints
+    from ingest.home import stored_model
 
-    models = [str(paths.model_dir)] + [str(c.path) for c in list_checkpoints(paths.model_dir)
-                                       if c.path != paths.model_dir]
+    models = [stored_model(home, str(p)) for p in
+              [paths.model_dir, *(c.path for c in list_checkpoints(paths.model_dir) if c.path != paths.model_dir)]]
     lake.write("mixtures_documented", partition_name("sandbox", base),
                [r for m in models for r in documented_mixture_rows(paths.mixture_json, m, "docs")])
     return paths, name

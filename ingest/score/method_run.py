@@ -265,6 +265,8 @@ def score_methods(lake: Lake, job: MethodJob, items: Sequence[tuple[str, str, st
         for part in lake.partitions(TABLE):  # an older text or configuration of this method and source
             if part.startswith(prefix) and part not in current:
                 lake.delete(TABLE, part)
+        for part in moved_model_partitions(lake, job.model, m, source, prefix):
+            lake.delete(TABLE, part)
         for c in range(len(chunks)):
             if not lake.is_done(TABLE, names[m, c]):
                 todo.setdefault(c, []).append(m)
@@ -277,6 +279,26 @@ def score_methods(lake: Lake, job: MethodJob, items: Sequence[tuple[str, str, st
                 lake.write(TABLE, names[m, c], part_rows, meta={"source": source, "method": m})
     n_parts = len(chunks) * len(job.methods)
     return MethodSummary(len(items), n_parts, n_parts - sum(len(v) for v in todo.values()), time.perf_counter() - t0)
+
+
+def moved_model_partitions(lake: Lake, model: str, method: str, source: str, prefix: str) -> list[str]:
+    """Partitions of this method and source scored under the same model as the marts read it
+    (`ingest.home.model_key`) but named by another path of it: the sandbox model's folder in the place the
+    warehouse was moved from. The staging models read both as one model, so scoring again after a move
+    replaces those rows instead of doubling them."""
+    from ingest.home import model_key
+
+    ours, stem = model_key(lake.home, model), f"--{make_key(source)[:12]}--"
+    out = []
+    for part in lake.partitions(TABLE):
+        if not part.startswith("mscore--") or stem not in part or part.startswith(prefix):
+            continue
+        if (lake.record(TABLE, part) or {}).get("method") != method:
+            continue
+        first = lake.read(TABLE, part).select(["model"]).slice(0, 1).to_pylist()
+        if first and model_key(lake.home, first[0]["model"]) == ours:
+            out.append(part)
+    return out
 
 
 def method_job(lake: Lake, model: str, methods: tuple[str, ...], batch_size: int = 8, device: str = "cpu",

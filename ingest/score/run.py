@@ -137,14 +137,19 @@ def other_reference_partitions(lake: Lake, job: ScoreJob, source: str, prefix: s
     """Partitions of this source scored under the same model and convention with another `--ref-model` (or
     none). Their rows have the same keys as this job's (the reference model is not part of a score's key:
     the model's own scores do not change with it), so scoring again with another reference model replaces
-    them; kept, they would be a second row per text and the build's unique test would fail."""
+    them; kept, they would be a second row per text and the build's unique test would fail. The same model
+    is the same as the marts read it (`ingest.home.model_key`): the folder in the place the warehouse was moved
+    from counts, so scoring again after a move replaces the rows written there instead of doubling them."""
+    from ingest.home import model_key
+
+    ours = model_key(lake.home, job.model)
     stem = f"--{make_key(source)[:12]}--"
     out = []
     for part in lake.partitions("text_scores"):
         if not part.startswith("score--") or stem not in part or part.startswith(prefix):
             continue
         first = lake.read("text_scores", part).select(["model", "params"]).slice(0, 1).to_pylist()
-        if first and first[0]["model"] == job.model and \
+        if first and model_key(lake.home, first[0]["model"]) == ours and \
                 json.loads(first[0]["params"] or "{}").get("scoring", "lmaudit") == job.scoring:
             out.append(part)
     return out

@@ -10,7 +10,7 @@ final as (
 
     select
         cast(mixture_id as varchar) as mixture_id,
-        cast(model as varchar) as model,
+        {{ model_key('cast(model as varchar)') }} as model,
         cast(domain as varchar) as domain,
         cast(weight as double) as weight,
         cast(source as varchar) as source

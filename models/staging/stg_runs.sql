@@ -10,7 +10,7 @@ final as (
 
     select
         cast(run_id as varchar) as run_id,
-        cast(model as varchar) as model,
+        {{ model_key('cast(model as varchar)') }} as model,
         cast(revision as varchar) as revision,
         cast(corpus_id as varchar) as corpus_id,
         cast(setting as varchar) as setting,
@@ -27,7 +27,7 @@ final as (
         cast(finished_at as timestamptz) as finished_at,
         -- runs written before `purpose` existed are PropMe runs (the only kind there was)
         cast(coalesce(purpose, 'propme') as varchar) as purpose,
-        cast(tokenizer as varchar) as tokenizer
+        {{ model_key('cast(tokenizer as varchar)') }} as tokenizer
     from source
 
 )

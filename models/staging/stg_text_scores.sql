@@ -10,7 +10,7 @@ final as (
 
     select
         cast(score_id as varchar) as score_id,
-        cast(model as varchar) as model,
+        {{ model_key('cast(model as varchar)') }} as model,
         cast(item_id as varchar) as item_id,
         cast(item_kind as varchar) as item_kind,
         cast(text_hash as varchar) as text_hash,

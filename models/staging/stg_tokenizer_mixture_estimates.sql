@@ -10,7 +10,7 @@ final as (
 
     select
         cast(estimate_id as varchar) as estimate_id,
-        cast(model as varchar) as model,
+        {{ model_key('cast(model as varchar)') }} as model,
         cast(tokenizer as varchar) as tokenizer,
         cast(tokenizer_sha256 as varchar) as tokenizer_sha256,
         cast(domain as varchar) as domain,

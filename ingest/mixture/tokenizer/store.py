@@ -18,13 +18,21 @@ TABLE = "tokenizer_mixture_estimates"
 ESTIMATOR = "bpe_merges"
 
 
-def model_key(tokenizer: "str | Path", model: str | None = None) -> str:
+def model_key(tokenizer: "str | Path", model: str | None = None, home: "Path | None" = None) -> str:
     """The model an estimate is about: `model` if given, else the tokenizer's folder as an absolute path
-    (the sandbox documents its mixture under the model folder's path, which holds the tokenizer too)."""
+    (the sandbox documents its mixture under the model folder's path, which holds the tokenizer too). With
+    the warehouse `home`, a folder inside it is relative to it (`ingest.home.stored_model`), as the sandbox
+    files its documented mixture and runs record their model, so the keys stay equal after a move."""
     if model:
-        return model
-    p = Path(tokenizer).expanduser().resolve()
-    return str(p.parent if p.is_file() else p)
+        key = model
+    else:
+        p = Path(tokenizer).expanduser().resolve()
+        key = str(p.parent if p.is_file() else p)
+    if home is None:
+        return key
+    from ingest.home import stored_model
+
+    return stored_model(home, key)
 
 
 def lake_references(lake, source: str | None = None, domains: Iterable[str] | None = None) -> list[ReferenceText]:
@@ -83,6 +91,17 @@ def estimate_rows(est: TokenizerMixture, model: str, tokenizer: str, reference_s
 
 
 def write_estimate(lake, rows: list[dict]) -> None:
+    """Write the model's estimate, replacing its earlier one: also one filed under the model folder's
+    absolute path (before paths were relative, or in the place the warehouse was moved from), which the
+    marts read as the same model (`ingest.home.model_key`) and would otherwise count twice."""
+    from ingest.home import model_key as read_key
     from ingest.lake import partition_name
 
-    lake.write(TABLE, partition_name("tokenizer", rows[0]["model"]), rows)
+    ours = partition_name("tokenizer", rows[0]["model"])
+    key = read_key(lake.home, rows[0]["model"])
+    stale = [p for p in lake.partitions(TABLE) if p != ours
+             and any(read_key(lake.home, r["model"]) == key for r in lake.read(TABLE, p).to_pylist())]
+    with lake.transaction():
+        lake.write(TABLE, ours, rows)
+        for part in stale:
+            lake.delete(TABLE, part)

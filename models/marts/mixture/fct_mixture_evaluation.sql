@@ -1,9 +1,11 @@
 -- Mixture estimates scored against documented mixtures: one row per (run, classifier, estimator,
 -- documented model) where the run's model matches a documented model (exact name, the name after the last
--- '/', or var mixture_model_aliases; case-insensitive). Tokenizer estimates (estimator bpe_merges) and the
--- membership-inference baselines (mia_*) have no run or classifier: their model is fct_mixture_estimates.model
--- and they match the same way. The documented weights are restricted to the estimate's domains
--- (case-insensitive names) and renormalised; the weight left out is uncovered_weight.
+-- '/', or var mixture_model_aliases; case-insensitive). Models are compared as the staging models read them
+-- (macro model_key: a folder inside the warehouse by its path relative to it, old absolute rows included).
+-- Tokenizer estimates (estimator bpe_merges) and the membership-inference baselines (mia_*) have no run or
+-- classifier: their model is fct_mixture_estimates.model and they match the same way. The documented
+-- weights are restricted to the estimate's domains (case-insensitive names) and renormalised; the weight
+-- left out is uncovered_weight.
 -- Metrics (ingest.mixture.metrics): overlap accuracy = 1 - 0.5 sum |a - p|, MAE = mean |a - p|, R^2 across
 -- domains, RAE and KL with QuaPy smoothing s(x) = (x + eps) / (1 + K eps), eps = 1 / (2 n), n = the
 -- generations (the reference documents for bpe_merges).
@@ -18,16 +20,23 @@ params as (
 
 ),
 
+-- aliases read like the models they name (macro model_key): one keyed by a sandbox model's absolute folder
+-- (another place's, before the warehouse moved) still applies to its runs
 model_aliases as (
 
     select
-        alias_key as model,
-        json_extract_string(model_aliases, '$."' || alias_key || '"') as documented_model
+        {{ model_key('alias_key') }} as model,
+        {{ model_key('alias_value') }} as documented_model
     from (
         select
-            model_aliases,
-            unnest(json_keys(model_aliases)) as alias_key
-        from params
+            alias_key,
+            json_extract_string(model_aliases, '$."' || alias_key || '"') as alias_value
+        from (
+            select
+                model_aliases,
+                unnest(json_keys(model_aliases)) as alias_key
+            from params
+        ) as listed
     ) as keyed
 
 ),
