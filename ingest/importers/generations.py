@@ -12,6 +12,7 @@ from typing import Any
 from ingest import __version__
 from ingest.corpora import corpus_id_for
 from ingest.errors import UserError
+from ingest.home import stored_model
 from ingest.importers.records import iter_records
 from ingest.lake import ALL_SETTINGS, PURPOSES, Lake, make_key, partition_name
 
@@ -135,8 +136,9 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
 
     sha = hashlib.sha256(file.read_bytes()).hexdigest()
     now = datetime.now(timezone.utc)
-    run = {
-        "run_id": run_id, "model": model, "corpus_id": corpus_id, "setting": setting, "backend": "import",
+    run = {  # a model folder inside the warehouse relative to it, as `lmaudit generate` records it
+        "run_id": run_id, "model": stored_model(lake.home, model), "corpus_id": corpus_id, "setting": setting,
+        "backend": "import",
         "n_samples": max(next_idx.values()), "sampling_params": json.dumps({"imported_sha256": sha}),
         "source": str(file.resolve()), "code_version": __version__, "started_at": now, "finished_at": now,
         "purpose": purpose,

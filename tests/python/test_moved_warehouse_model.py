@@ -182,6 +182,13 @@ def test_a_run_records_a_model_inside_the_warehouse_relative_and_resumes_an_abso
     shutil.move(str(old), str(new))
     _, _, moved = _echo_run(Lake(new), new / "models" / "lm")
     assert moved.n_chunks_skipped == 2 and Lake(new).read("runs").to_pylist()[0]["model"] == "models/lm"
+    # an imported run records its model the same way
+    from ingest.importers.generations import import_generations
+
+    gens = tmp_path / "g.jsonl"
+    gens.write_text(json.dumps({"prompt_id": "p", "prompt": "Hi", "text": "there"}) + "\n")
+    import_generations(Lake(new), gens, run_id="imp", model=str(new / "models" / "lm"), setting="generic")
+    assert {r["run_id"]: r["model"] for r in Lake(new).read("runs").to_pylist()}["imp"] == "models/lm"
     # a hub name, and a folder outside the warehouse, are recorded as given
     from ingest.home import stored_model
 
