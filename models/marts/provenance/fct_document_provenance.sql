@@ -6,17 +6,6 @@
 -- licence is NULL). Incremental by document (macros/provenance_document_incremental.sql): a document's row is
 -- recomputed when a (run, tracing pass) group that reproduces it is added, changed or removed, or when its
 -- provenance row or corpus name changes; a build with nothing changed aggregates no document.
--- by_document has no DISTINCT and no ordered aggregate. DuckDB (2.0.1) plans each DISTINCT aggregate as two more
--- group-bys (by document and value, then by document) hash-joined back per document: five here. So each list is
--- one plain list() per document, made distinct (list_distinct, which drops NULLs: one NULL is put back when the
--- document has one) and sorted NULLs last, as list(distinct x order by x) was; count(distinct x) is the length of
--- the distinct list. The longest span's run, generation and text come from one arg_min over a sort key of
--- (longest_span desc, generation_id asc), the order of the first(... order by ...) aggregates this replaced (NULLs
--- last; a document whose longest_span is NULL everywhere still gets a row's values); the struct keeps a row whose
--- text is NULL (arg_min skips NULL values). DuckDB 2.0.1 already ran those ordered aggregates as list_sort and
--- arg_min_null over create_sort_key; the DISTINCT group-bys were the cost. Same rows as before
--- (tests/python/test_document_provenance_rewrite.py); BENCHMARKS.md "fct_document_provenance without ordered
--- aggregates" has the times.
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
@@ -87,48 +76,24 @@ by_document as (
         any_value(shard) as shard,
         any_value(doc_id) as doc_id,
         any_value(domain) as domain,
-        len(list_distinct(list(run_id))) as n_runs,
-        list_sort(
-            list_concat(list_distinct(list(run_id)), (list(run_id) filter (where run_id is null))[1:1]),
-            'asc',
-            'nulls last'
-        ) as run_ids,
-        list_sort(
-            list_concat(list_distinct(list(model)), (list(model) filter (where model is null))[1:1]),
-            'asc',
-            'nulls last'
-        ) as models,
-        list_sort(
-            list_concat(list_distinct(list(setting)), (list(setting) filter (where setting is null))[1:1]),
-            'asc',
-            'nulls last'
-        ) as settings,
-        len(list_distinct(list(generation_id))) as n_generations,
-        list_sort(
-            list_concat(
-                list_distinct(list(generation_id)),
-                (list(generation_id) filter (where generation_id is null))[1:1]
-            ),
-            'asc',
-            'nulls last'
-        )[1:100] as generation_ids,
+        count(distinct run_id) as n_runs,
+        list(distinct run_id order by run_id) as run_ids,
+        list(distinct model order by model) as models,
+        list(distinct setting order by setting) as settings,
+        count(distinct generation_id) as n_generations,
+        list(distinct generation_id order by generation_id)[1:100] as generation_ids,
         sum(n_spans) as n_spans,
         max(longest_span) as longest_span,
-        arg_min(
-            { 'run_id': run_id, 'generation_id': generation_id, 'text': longest_span_text },
-            create_sort_key(longest_span, 'desc nulls last', generation_id, 'asc nulls last')
-        ) as longest,
+        first(run_id order by longest_span desc, generation_id asc) as longest_span_run_id,
+        first(generation_id order by longest_span desc, generation_id asc) as longest_span_generation_id,
+        first(longest_span_text order by longest_span desc, generation_id asc) as longest_span_text,
         max(max_nv_recall) as max_nv_recall,
         case
             when bool_or(best_match_tier = 'exact_full_raw') then 'exact_full_raw'
             when bool_or(best_match_tier = 'exact_full_normalized') then 'exact_full_normalized'
             else 'partial'
         end as best_match_tier,
-        list_sort(
-            list_concat(list_distinct(list(group_key)), (list(group_key) filter (where group_key is null))[1:1]),
-            'asc',
-            'nulls last'
-        ) as group_keys
+        list(distinct group_key order by group_key) as group_keys
     from reproductions
     group by corpus_key, doc_ix
 
@@ -167,9 +132,9 @@ final as (
         by_document.generation_ids,
         by_document.n_spans,
         by_document.longest_span,
-        by_document.longest.run_id as longest_span_run_id,
-        by_document.longest.generation_id as longest_span_generation_id,
-        by_document.longest.text as longest_span_text,
+        by_document.longest_span_run_id,
+        by_document.longest_span_generation_id,
+        by_document.longest_span_text,
         by_document.max_nv_recall,
         by_document.best_match_tier,
         provenance.doc_tokens,
