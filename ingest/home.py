@@ -98,7 +98,7 @@ def model_key(home: Path, recorded: str) -> str:
     prefix = str(Path(home).resolve()) + "/"
     if recorded.startswith(prefix):
         return recorded[len(prefix):]
-    m = SANDBOX_MODEL.match(recorded)
+    m = SANDBOX_MODEL.fullmatch(recorded)  # as RE2 reads `$`: not before a final newline
     return m.group(1) if m else recorded
 
 

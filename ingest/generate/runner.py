@@ -86,8 +86,9 @@ def _legacy_fingerprint(lake: Lake, spec: RunSpec, units: Sequence[PromptUnit], 
     """The fingerprint of a run recorded before model paths were relative (its model as then given: an
     absolute folder, perhaps of the place the warehouse was moved from) when it is this run's: the recorded
     model is the one given now (`model_location`, or the same path under the warehouse's old place) and the
-    fingerprint with it is the recorded one. Else None. The re-run keeps that fingerprint and records the
-    model relative, as re-running `lmaudit trace` re-records an old pass's folders."""
+    fingerprint with it is the recorded one. Else None. The re-run records the model relative and the
+    fingerprint made with it (the old one names a folder it no longer records: kept, the next re-run could not
+    check it), as re-running `lmaudit trace` re-records an old pass's folders."""
     from pathlib import Path
 
     if old_fp is None:
@@ -176,6 +177,7 @@ def run_generation(lake: Lake, backend: Backend | None, spec: RunSpec, units: Se
         if old_fp != fp:
             raise UserError(f"run {spec.run_id!r} already exists with other parameters or prompts; choose another "
                             "--run-id (or delete the old run) instead of mixing two runs")
+        fp = spec.fingerprint(units, model)  # re-recorded with the model as recorded now (relative)
     started = existing[0]["started_at"] if existing else datetime.now(timezone.utc)
     n_samples = max(u.n_samples for u in units)
 
