@@ -151,7 +151,6 @@ def sweep(
     `classify train` protocol, classifies the samples and runs every estimator; rows go to mixture_sweeps
     (resumable), fct_mixture_sweeps scores them, `lmaudit report` draws Tables 3 and 4."""
     from ingest.errors import UserError
-    from ingest.home import model_location
     from ingest.mixture.sweep import (PointConfig, Sampler, SweepSpec, check_estimators, overlap_by_estimator,
                                       parse_grid, run_sweep)
     from ingest.names import check_name
@@ -169,8 +168,9 @@ def sweep(
         rows = [r for r in lake.read("runs").to_pylist() if r["run_id"] == run]
         if not rows:
             raise UserError(f"unknown run {run!r}; list runs with lmaudit sql \"select run_id from stg_runs\"")
-        sampler = Sampler(model=model_location(lake.home, rows[0]["model"]), run_id=run, corpus=corpus,
-                          max_new_tokens=max_new_tokens)
+        # the model as the run records it keys the sweep (a relative one is the same wherever the warehouse
+        # lies); Sampler loads it from this warehouse (model_location) when a point samples it again
+        sampler = Sampler(model=rows[0]["model"], run_id=run, corpus=corpus, max_new_tokens=max_new_tokens)
         base = PointConfig(temperature=float(rows[0]["temperature"] or 1.0))  # the run's own temperature
     else:
         if corpus is None:

@@ -89,14 +89,17 @@ def _legacy_fingerprint(lake: Lake, spec: RunSpec, units: Sequence[PromptUnit], 
     fingerprint with it is the recorded one. Else None. The re-run records the model relative and the
     fingerprint made with it (the old one names a folder it no longer records: kept, the next re-run could not
     check it), as re-running `lmaudit trace` re-records an old pass's folders."""
+    import os
     from pathlib import Path
 
     if old_fp is None:
         return None
     given, key = Path(spec.model).expanduser(), stored_model(lake.home, spec.model)
     inside = given.is_dir() and not Path(key).is_absolute()  # a folder in this warehouse, not a hub name
+    # the same tail names this folder only where the recorded one is gone (the place the warehouse left): a
+    # folder still there (outside, another warehouse's) is another model with the same name
     same = Path(model_location(lake.home, recorded)).resolve() == given.resolve() or (
-        inside and Path(recorded).is_absolute() and recorded.endswith(f"/{key}"))
+        inside and Path(recorded).is_absolute() and recorded.endswith(f"/{key}") and not os.path.lexists(recorded))
     return old_fp if same and spec.fingerprint(units, recorded) == old_fp else None
 
 

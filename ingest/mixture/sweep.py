@@ -514,9 +514,12 @@ class Sampler:
         if not any(r["corpus_id"] == corpus_id_for(self.corpus) and r["setting"] == setting
                    for r in lake.read("prompts").to_pylist()):
             build_prompt_set(lake, self.corpus, setting, n=1, progress=False)
-        be = get_backend("hf", self.model, batch_size=self.batch_size, threads=self.threads)
-        max_new = self.max_new_tokens or max_new_tokens(self.model, preset.max_new_tokens)
-        spec = RunSpec(run_id, self.model, setting, "hf", corpus_id_for(self.corpus),
+        from ingest.home import model_location
+
+        model = model_location(lake.home, self.model)  # a key relative to the warehouse: its folder here
+        be = get_backend("hf", model, batch_size=self.batch_size, threads=self.threads)
+        max_new = self.max_new_tokens or max_new_tokens(model, preset.max_new_tokens)
+        spec = RunSpec(run_id, model, setting, "hf", corpus_id_for(self.corpus),
                        SamplingConfig(temperature=temperature, top_p=self.top_p, max_new_tokens=max_new),
                        purpose=preset.purpose)
         run_generation(lake, be, spec, prompt_units(lake, self.corpus, setting, be, 1, n), progress=progress)

@@ -65,3 +65,103 @@ def test_model_key_agrees_with_the_macro_on_a_trailing_newline() -> None:
     with duckdb.connect() as con:
         (got,) = con.execute(sql, [recorded, SANDBOX_MODEL.pattern, recorded]).fetchone()
     assert model_key(Path("/w/here"), recorded) == got
+
+
+def test_a_sweep_of_a_run_inside_the_warehouse_resumes_after_a_move(tmp_path: Path) -> None:
+    """`mixture sweep --run` of a run whose model lies in the warehouse (recorded relative) keys its points by
+    the model as recorded, not by the folder's place now: after `mv`, the same sweep finds its points done
+    and its rows do not name either place."""
+    import random
+
+    from conftest import run_cli
+
+    from ingest.importers.generations import import_generations
+    from ingest.mixture.sweep import TABLE
+    from ingest.references import import_references
+
+    vocab = {d: [f"{d[:2]}{i}x" for i in range(40)] for d in ("alpha", "beta", "gamma")}
+    rng = random.Random(0)
+
+    def text(d: str) -> str:
+        return " ".join(rng.choice(vocab[d]) for _ in range(30))
+
+    old = tmp_path / "a" / "wh"
+    model = old / "sandbox" / "toy-seed0" / "model"
+    model.mkdir(parents=True)
+    lake = Lake(old)
+    lake.init()
+    ref = tmp_path / "ref.jsonl"
+    ref.write_text("".join(json.dumps({"id": f"{d}-{i}", "domain": d, "text": text(d)}) + "\n"
+                           for d in vocab for i in range(10)))
+    import_references(lake, ref, folds=5, source="toy")
+    gen = tmp_path / "gen.jsonl"
+    gen.write_text("".join(json.dumps({"prompt": "", "sample_idx": k, "text": text(d)}) + "\n"
+                           for k, d in enumerate(["alpha", "beta", "gamma"] * 4)))
+    import_generations(lake, gen, run_id="toy-run", model=str(model), setting="unconditional", purpose="mixture")
+    args = ("mixture", "sweep", "--run", "toy-run", "--axis", "reference=5", "--estimators", "cc")
+    p = run_cli(*args, home=old)
+    assert p.returncode == 0, p.stderr
+    assert "1 computed" in p.stdout, p.stdout
+    new = tmp_path / "b" / "wh"
+    new.parent.mkdir()
+    shutil.move(str(old), str(new))
+    p = run_cli(*args, home=new)
+    assert p.returncode == 0, p.stderr
+    assert "0 computed, 1 done before" in p.stdout, p.stdout
+    rows = Lake(new).read(TABLE).to_pylist()
+    assert rows and {r["model"] for r in rows} == {"sandbox/toy-seed0/model"}
+
+
+def test_a_sweeps_own_run_loads_the_model_from_this_warehouse(tmp_path: Path, monkeypatch) -> None:
+    """A temperature point samples the model again: a relative key is loaded from the warehouse it lies in."""
+    import ingest.generate.backends as backends
+    import ingest.generate.runner as runner
+    from ingest.mixture.sweep import Sampler
+
+    home = tmp_path / "wh"
+    (home / "sandbox" / "toy-seed0" / "model").mkdir(parents=True)
+    loaded = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_backend(name, model, **kw):
+        loaded.append(model)
+        raise Stop
+
+    monkeypatch.setattr(backends, "get_backend", fake_backend)
+    monkeypatch.setattr(runner, "run_generation", lambda *a, **k: None)
+    lake = Lake(home)
+    lake.init()
+    lake.write("prompts", "p", [{"prompt_id": "x", "corpus_id": __import__("ingest.corpora", fromlist=["x"])
+                                 .corpus_id_for("c"), "setting": "unconditional"}])
+    s = Sampler(model="sandbox/toy-seed0/model", corpus="c")
+    try:
+        s._generate(lake, "sweep-r", 0.5, 4, False)
+    except Stop:
+        pass
+    assert loaded == [str(home / "sandbox" / "toy-seed0" / "model")]
+
+
+def test_a_run_of_another_folder_with_the_same_tail_is_not_resumed_as_this_models(tmp_path: Path) -> None:
+    """Run `r` was recorded (the old way, absolute) for a model folder outside the warehouse that still
+    exists, `<elsewhere>/models/lm`. Generating run `r` of the warehouse's own `models/lm` (another model with
+    the same tail) must refuse as before, not take the other model's samples as its own and re-record them
+    under this model. (A folder of the warehouse's old place that is gone after a move still resumes.)"""
+    from ingest.errors import UserError
+
+    elsewhere = tmp_path / "elsewhere" / "models" / "lm"
+    elsewhere.mkdir(parents=True)
+    home = tmp_path / "wh"
+    (home / "models" / "lm").mkdir(parents=True)
+    lake = Lake(home)
+    spec, units, _ = _echo_run(lake, elsewhere)  # recorded absolute: outside the warehouse
+    (row,) = lake.read("runs").to_pylist()
+    assert row["model"] == str(elsewhere)
+    try:
+        _echo_run(lake, home / "models" / "lm")
+    except UserError as e:
+        assert "other parameters" in str(e)
+    else:
+        raise AssertionError("the run of another folder was taken as this model's")
+    assert lake.read("runs").to_pylist()[0]["model"] == str(elsewhere)
