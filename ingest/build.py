@@ -42,7 +42,8 @@ def _dbt_environment(home: Path, memory: BuildMemory):
     saved = {k: os.environ.get(k) for k in (ENV_HOME, "DBT_TARGET_PATH", "DBT_LOG_PATH", "DBT_SEND_ANONYMOUS_USAGE_STATS",
                                             "DBT_INDIRECT_SELECTION", ENV_DUCKDB_LIMIT, ENV_DUCKDB_SPILL,
                                             ENV_PYTHON_BATCH)}
-    os.environ[ENV_HOME] = str(home)
+    # resolved, as ingest.home.model_key drops it (macros/model_key.sql reads this; a symlink disagreed)
+    os.environ[ENV_HOME] = str(Path(home).resolve())
     # profiles.yml opens the database with these (`config_options`): DuckDB's share of the build's memory and
     # a spill folder inside the warehouse (ingest/build_memory.py)
     config = duckdb_config(home, memory)

@@ -165,3 +165,27 @@ def test_a_run_of_another_folder_with_the_same_tail_is_not_resumed_as_this_model
     else:
         raise AssertionError("the run of another folder was taken as this model's")
     assert lake.read("runs").to_pylist()[0]["model"] == str(elsewhere)
+
+
+def test_model_key_agrees_with_the_built_macro_for_a_warehouse_reached_through_a_symlink(tmp_path: Path) -> None:
+    """`build(home)` with `home` a symlink: macros/model_key.sql drops the prefix dbt is given
+    ($LMAUDIT_HOME), `ingest.home.model_key` the resolved one; on old absolute rows under either spelling they
+    must answer the same (Python's writers replace and pair by its answer, the marts by the macro's)."""
+    from ingest.build import build
+    from ingest.home import db_path, model_key
+
+    real = tmp_path / "real" / "wh"
+    (real / "models" / "lm").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    home = link / "wh"
+    lake = Lake(home)
+    _echo_run(lake, home / "models" / "lm")
+    (row,) = lake.read("runs").to_pylist()
+    recorded = [str(home / "models" / "lm"), str(real / "models" / "lm")]
+    lake.write("runs", "run--r", [{**row, "model": recorded[0], "tokenizer": recorded[1]}])
+    result = build(home, select=["stg_runs"], progress=False)
+    assert result.success, result.failures
+    with duckdb.connect(str(db_path(home)), read_only=True) as con:
+        got = list(con.execute("select model, tokenizer from stg_runs").fetchone())
+    assert got == [model_key(home, m) for m in recorded]
