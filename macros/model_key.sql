@@ -8,7 +8,8 @@
 -#}
 {% macro model_key(column) -%}
     {#- (sqlfluff's templater has no env_var: it lints the macro with a stand-in folder) -#}
-    {%- set home = (env_var('LMAUDIT_HOME') if env_var is defined else '/lint/warehouse') ~ '/' -%}
+    {#- without a trailing slash, as ingest.home.model_key reads the folder (a plain dbt run may be given one) -#}
+    {%- set home = ((env_var('LMAUDIT_HOME') if env_var is defined else '/lint/warehouse').rstrip('/') or '/') ~ '/' -%}
     case
         when starts_with({{ column }}, '{{ home | replace("'", "''") }}')
             then substr({{ column }}, {{ home | length + 1 }})

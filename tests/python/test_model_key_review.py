@@ -189,3 +189,32 @@ def test_model_key_agrees_with_the_built_macro_for_a_warehouse_reached_through_a
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
         got = list(con.execute("select model, tokenizer from stg_runs").fetchone())
     assert got == [model_key(home, m) for m in recorded]
+
+
+def _render_macro(home_env: str, column: str) -> str:
+    """macros/model_key.sql rendered as dbt renders it with $LMAUDIT_HOME = `home_env`."""
+    import jinja2
+
+    src = (Path(__file__).resolve().parents[2] / "macros" / "model_key.sql").read_text()
+    env = jinja2.Environment(extensions=["jinja2.ext.do"])
+    module = env.from_string(src, globals={"env_var": lambda name: {"LMAUDIT_HOME": home_env}[name]}).module
+    return str(module.model_key(column))
+
+
+HOMES = ["/", "/w/here", "/w/it's here", "/w/a.b+(c)[d]$^|x", "/w/caf\u00e9 %_", "/w/here/"]
+RECORDED = ["{h}/models/lm", "{h}/sandbox/tiny-seed0/model", "{h}2/models/lm", "/w/old/sandbox/tiny-seed0/model",
+            "/w/old/models/lm", "EleutherAI/pythia-70m", "models/lm", "{h}", "{h}/"]
+
+
+def test_the_rendered_macro_and_model_key_agree_on_odd_warehouse_paths() -> None:
+    """The macro as rendered (quotes, regex metacharacters, non-ASCII, a trailing slash in $LMAUDIT_HOME, as a
+    plain `dbt build` may be given it) against `ingest.home.model_key` on the same warehouse."""
+    from ingest.home import model_key
+
+    with duckdb.connect() as con:
+        for h in HOMES:
+            base = h.rstrip("/")
+            sql = f"select {_render_macro(h, 'm')} from (select unnest(?) as m)"
+            recorded = [r.format(h=base) for r in RECORDED]
+            got = [r[0] for r in con.execute(sql, [recorded]).fetchall()]
+            assert got == [model_key(Path(h), r) for r in recorded], h
