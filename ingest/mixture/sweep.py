@@ -516,7 +516,9 @@ class Sampler:
             build_prompt_set(lake, self.corpus, setting, n=1, progress=False)
         from ingest.home import model_location
 
-        model = model_location(lake.home, self.model)  # a key relative to the warehouse: its folder here
+        # a run's model as it records it (relative to the warehouse, or an old place's folder): its folder here;
+        # a folder given with --model (or to inject) is loaded as given, never swapped for this warehouse's
+        model = model_location(lake.home, self.model) if self.run_id is not None else self.model
         be = get_backend("hf", model, batch_size=self.batch_size, threads=self.threads)
         max_new = self.max_new_tokens or max_new_tokens(model, preset.max_new_tokens)
         spec = RunSpec(run_id, model, setting, "hf", corpus_id_for(self.corpus),

@@ -118,7 +118,8 @@ def test_a_sweep_of_a_run_inside_the_warehouse_resumes_after_a_move(tmp_path: Pa
 
 
 def test_a_sweeps_own_run_loads_the_model_from_this_warehouse(tmp_path: Path, monkeypatch) -> None:
-    """A temperature point samples the model again: a relative key is loaded from the warehouse it lies in."""
+    """A temperature point samples the model again: a run's relative key is loaded from the warehouse it lies
+    in; a folder given by hand (--model, inject) as given, not swapped for this warehouse's namesake."""
     import ingest.generate.backends as backends
     import ingest.generate.runner as runner
     from ingest.mixture.sweep import Sampler
@@ -140,12 +141,14 @@ def test_a_sweeps_own_run_loads_the_model_from_this_warehouse(tmp_path: Path, mo
     lake.init()
     lake.write("prompts", "p", [{"prompt_id": "x", "corpus_id": __import__("ingest.corpora", fromlist=["x"])
                                  .corpus_id_for("c"), "setting": "unconditional"}])
-    s = Sampler(model="sandbox/toy-seed0/model", corpus="c")
-    try:
-        s._generate(lake, "sweep-r", 0.5, 4, False)
-    except Stop:
-        pass
-    assert loaded == [str(home / "sandbox" / "toy-seed0" / "model")]
+    other = tmp_path / "other" / "wh" / "sandbox" / "toy-seed0" / "model"  # another warehouse's, given by hand
+    other.mkdir(parents=True)
+    for s in (Sampler(model="sandbox/toy-seed0/model", run_id="r", corpus="c"), Sampler(model=str(other), corpus="c")):
+        try:
+            s._generate(lake, "sweep-r", 0.5, 4, False)
+        except Stop:
+            pass
+    assert loaded == [str(home / "sandbox" / "toy-seed0" / "model"), str(other)]
 
 
 def test_a_run_of_another_folder_with_the_same_tail_is_not_resumed_as_this_models(tmp_path: Path) -> None:
