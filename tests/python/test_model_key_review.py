@@ -1,8 +1,8 @@
 """Review of b265c11/a9df3ad (model folders recorded relative to the warehouse): cases the commit's own test
 (test_moved_warehouse_model.py) leaves out.
 
-1. A run recorded before model paths were relative resumes once (its legacy fingerprint is kept and the model
-   re-recorded relative); the same command run again must resume as well, not refuse with 'other parameters'.
+1. A run recorded before model paths were relative resumes once (its model and fingerprint are re-recorded
+   relative); the same command run again must resume as well, not refuse with "other parameters".
 2. `mixture sweep --run` of a run whose model is inside the warehouse: its sweep partitions, rows and config
    key must not name the warehouse's place, or a moved warehouse recomputes every point and keeps both.
 3. `ingest.home.model_key` and macros/model_key.sql agree on a recorded name with a trailing newline
