@@ -22,7 +22,8 @@ final as (
         cast(nv_recall as double) as nv_recall,
         cast(nv_matched_words as integer) as nv_matched_words,
         cast(nv_generation_words as integer) as nv_generation_words,
-        cast(nv_document_words as integer) as nv_document_words
+        cast(nv_document_words as integer) as nv_document_words,
+        parse_filename(filename, true) as lake_partition
     from source
 
 )

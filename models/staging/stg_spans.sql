@@ -20,7 +20,8 @@ final as (
         cast(kept as boolean) as kept,
         cast(merged as boolean) as merged,
         cast(is_full as boolean) as is_full,
-        cast(text as varchar) as text
+        cast(text as varchar) as text,
+        parse_filename(filename, true) as lake_partition
     from source
 
 )

@@ -111,7 +111,7 @@ def write_lake(home: Path) -> None:
     lake.write("generations", "g", gens)
     lake.write("traced_generations", "tg", traced)
     lake.write("spans", "s", spans)
-    lake.write("span_documents", "d", docs)
+    lake.write("span_documents", "s", docs)
     for name, (doc_ixs, prompt_set) in SETS.items():
         lake.write("document_sets", name, [{
             "document_set_row_id": f"{name}:{d}", "document_set": name, "corpus_id": "c1", "shard": 0, "doc_ix": d,

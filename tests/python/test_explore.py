@@ -80,7 +80,7 @@ def write_lake(home: Path) -> None:
                "n_index_tokens": 30} for g in gens]
     lake.write("generations", "g", gens)
     lake.write("spans", "s", spans)
-    lake.write("span_documents", "d", docs)
+    lake.write("span_documents", "s", docs)
     lake.write("traced_generations", "tg", traced)
 
 

@@ -107,7 +107,7 @@ def _change_lake(home: Path) -> None:
         lake.write("generations", "g", gens + new)
         lake.write("traced_generations", "tg6", traced)
         lake.write("spans", "s6", spans)
-        lake.write("span_documents", "d6", [{"span_document_id": "m6_0:0-60:0", "span_id": "m6_0:0-60", "shard": 0,
+        lake.write("span_documents", "s6", [{"span_document_id": "m6_0:0-60:0", "span_id": "m6_0:0-60", "shard": 0,
                                              "doc_ix": 1, "match_tier": "exact_full_raw", "nv_recall": 0.5}])
         lake.write("span_counts", "k6", [{"span_id": "m6_0:0-60", "first50_count": 3, "whole_count": 2}])
     return changed["generation_id"]

@@ -165,7 +165,7 @@ def write_lake(home: Path) -> None:
                     counts.append({"span_id": sid, "first50_count": s.counts[0], "whole_count": s.counts[1]})
     lake.write("generations", "g", gens)
     lake.write("spans", "s", spans)
-    lake.write("span_documents", "d", docs)
+    lake.write("span_documents", "s", docs)
     lake.write("span_counts", "k", counts)
     lake.write("traced_generations", "tg", traced)
 

@@ -506,7 +506,7 @@ def audit_pairings(tmp_path_factory) -> Path:
          "text_hash": hashlib.md5(t.encode()).hexdigest(), "n_index_tokens": 60} for g, (_r, _p, t) in gens.items()])
     lake.write("spans", "s_review", [{"span_id": "w0:0", "trace_id": "t1", "generation_id": "w0", "start_tok": 0,
                                       "end_tok": 60, "length": 60, "is_full": False, "kept": True, "text": "w0 span"}])
-    lake.write("span_documents", "d_review", [{"span_document_id": "w0:0:1", "span_id": "w0:0", "shard": 0,
+    lake.write("span_documents", "s_review", [{"span_document_id": "w0:0:1", "span_id": "w0:0", "shard": 0,
                                                "doc_ix": 1, "doc_id": "d1", "match_tier": "partial", "nv_recall": 0.5}])
     lake.write("document_sets", "solo", [{"document_set_row_id": "solo:3", "document_set": "solo", "corpus_id": "c1",
                                           "shard": 0, "doc_ix": 3, "doc_id": "d3", "selection": "ids:hand",
@@ -698,7 +698,7 @@ def test_explorer_rows_equal_the_aggregate_after_the_lake_changed_since_the_buil
     docs = lake.read("span_documents").to_pylist()
     for d in docs:
         d["domain"] = "web" if d["span_id"] == "s_c" else d["domain"]
-    lake.write("span_documents", "d", docs)
+    lake.write("span_documents", "s", docs)
     tg = lake.read("traced_generations").to_pylist()
     for t in tg:
         t["text_hash"] = hashlib.md5(b"a b c d e f g h i").hexdigest() if t["generation_id"] == "g4" else t["text_hash"]

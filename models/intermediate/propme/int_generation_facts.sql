@@ -8,14 +8,10 @@
 -- Incremental (macros/propme_incremental.sql): a later build computes only the (generation, pass) rows that are
 -- new or whose inputs changed (text, tracing pass, text checks, any propme_* var); rows of vanished or changed
 -- inputs are deleted first, so the table equals a full refresh.
--- Memory (BENCHMARKS.md "Build memory and time at 1x-16x"): span_documents is read once and streamed; no CTE
--- over spans or loops is materialized (DuckDB keeps a CTE read twice as a temporary table: 40M spans at 8x paper
--- scale, which spilled), so the longest long span reads the spans and the loop rows of long spans again with a
--- filter (~1 % of them) instead of reusing span_facts; the generations' texts are hashed before they meet a join.
--- generation_spans (one row per generation and pass) is materialized: DuckDB then finishes the aggregate over all
--- spans and documents before the final joins start, instead of holding their hash tables at the same time (at 8x
--- under a 6GB budget the unmaterialized query ran out of memory, 3.3/3.3 GiB pinned; materialized it spilled and
--- finished).
+-- Memory: the span and document aggregates come from int_generation_span_facts, which computes them one lake
+-- partition at a time (ingest/marts/partitioned.py); this model only combines a generation's partitions (normally
+-- one) and joins one row per generation, so it holds no per-span table (BENCHMARKS.md "The generation facts one
+-- lake partition at a time").
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
@@ -44,31 +40,17 @@ todo as (
 
 ),
 
-spans as not materialized (
+span_facts as (
 
-    select * from {{ ref('stg_spans') }}
+    select * from {{ ref('int_generation_span_facts') }}
     {% if is_incremental() %}where generation_id in (select todo.generation_id from todo){% endif %}
-
-),
-
-span_documents as (
-
-    select * from {{ ref('stg_span_documents') }}
-    {% if is_incremental() %}where span_id in (select spans.span_id from spans){% endif %}
 
 ),
 
 span_counts as (
 
     select * from {{ ref('stg_span_counts') }}
-    {% if is_incremental() %}where span_id in (select spans.span_id from spans){% endif %}
-
-),
-
-loop_spans as not materialized (
-
-    select * from {{ ref('int_span_loops') }}
-    {% if is_incremental() %}where generation_id in (select todo.generation_id from todo){% endif %}
+    {% if is_incremental() %}where span_id in (select span_facts.longest_long_span_id from span_facts){% endif %}
 
 ),
 
@@ -78,93 +60,41 @@ text_checks as (
 
 ),
 
-span_docs as (
+generation_spans as (
 
     select
-        span_id,
-        count(*) as n_docs,
-        count(nv_recall) as n_nv_docs,
-        coalesce(sum(nv_recall), 0) as nv_sum,
-        coalesce(bool_or(match_tier = 'exact_full_raw'), false) as has_full_raw,
-        coalesce(bool_or(match_tier in ('exact_full_raw', 'exact_full_normalized')), false) as has_full_normalized
-    from span_documents
-    group by span_id
-
-),
-
-span_facts as (
-
-    select
-        spans.span_id,
-        spans.trace_id,
-        spans.generation_id,
-        spans.start_tok,
-        spans.length,
-        spans.is_full,
-        coalesce(loop_spans.is_loop, false) as is_loop,
-        spans.length >= params.long_span_tokens and not coalesce(loop_spans.is_loop, false) as is_long_nonloop,
-        coalesce(span_docs.n_docs, 0) as n_docs,
-        coalesce(span_docs.n_nv_docs, 0) as n_nv_docs,
-        coalesce(span_docs.nv_sum, 0) as nv_sum,
-        coalesce(span_docs.has_full_raw, false) as has_full_raw,
-        coalesce(span_docs.has_full_normalized, false) as has_full_normalized
-    from spans
-    cross join params
-    left join loop_spans on spans.span_id = loop_spans.span_id
-    left join span_docs on spans.span_id = span_docs.span_id
-
-),
-
-generation_spans as materialized (
-
-    select
-        span_facts.generation_id,
-        span_facts.trace_id,
-        count(*) as n_spans,
-        max(span_facts.length) as longest_span,
-        coalesce(max(span_facts.length) filter (where not span_facts.is_loop), 0) as longest_nonloop_span,
-        max(span_facts.length) filter (where span_facts.is_full) as full_span_length,
-        count(*) filter (where span_facts.is_loop) as n_loop_spans,
-        count(*) filter (where span_facts.length >= params.long_span_tokens) as n_long_spans,
-        count(*) filter (where span_facts.is_long_nonloop) as n_long_nonloop_spans,
-        sum(span_facts.n_docs) as n_docs,
-        sum(span_facts.n_nv_docs) as n_nv_docs,
-        sum(span_facts.nv_sum) as nv_sum,
-        coalesce(sum(span_facts.n_nv_docs) filter (where span_facts.is_long_nonloop), 0) as n_nv_docs_long,
-        coalesce(sum(span_facts.nv_sum) filter (where span_facts.is_long_nonloop), 0) as nv_sum_long,
-        bool_or(span_facts.has_full_raw) as full_match_raw,
-        bool_or(span_facts.has_full_normalized) as full_match_normalized
+        generation_id,
+        trace_id,
+        cast(sum(n_spans) as bigint) as n_spans,
+        max(longest_span) as longest_span,
+        coalesce(max(longest_nonloop_span), 0) as longest_nonloop_span,
+        cast(sum(n_loop_spans) as bigint) as n_loop_spans,
+        cast(sum(n_long_spans) as bigint) as n_long_spans,
+        cast(sum(n_long_nonloop_spans) as bigint) as n_long_nonloop_spans,
+        sum(n_docs) as n_docs,
+        sum(n_nv_docs) as n_nv_docs,
+        sum(nv_sum) as nv_sum,
+        sum(n_nv_docs_long) as n_nv_docs_long,
+        sum(nv_sum_long) as nv_sum_long,
+        bool_or(full_match_raw) as full_match_raw,
+        bool_or(full_match_normalized) as full_match_normalized
     from span_facts
-    cross join params
-    group by span_facts.generation_id, span_facts.trace_id
-
-),
-
-long_loop_spans as (
-
-    select
-        loop_spans.span_id,
-        loop_spans.is_loop
-    from loop_spans
-    cross join params
-    where loop_spans.length >= params.long_span_tokens
+    group by generation_id, trace_id
 
 ),
 
 longest_long_span as (
 
     select
-        spans.generation_id,
-        spans.trace_id,
-        spans.span_id,
-        spans.length
-    from spans
-    cross join params
-    left join long_loop_spans on spans.span_id = long_loop_spans.span_id
-    where spans.length >= params.long_span_tokens and not coalesce(long_loop_spans.is_loop, false)
+        generation_id,
+        trace_id,
+        longest_long_span_id as span_id,
+        longest_long_span_length as length
+    from span_facts
+    where longest_long_span_id is not null
     qualify row_number() over (
-        partition by spans.generation_id, spans.trace_id
-        order by spans.length desc, spans.start_tok asc, spans.span_id asc
+        partition by generation_id, trace_id
+        order by longest_long_span_length desc, longest_long_span_start_tok asc, longest_long_span_id asc
     ) = 1
 
 ),
