@@ -71,7 +71,8 @@ def by_partition(dbt: Any, session: Any, view: Any, inputs: Any, name: str,
     (`check_copartitioned`)."""
     groups = groups_to_compute(dbt, session, inputs, keys=(PARTITION,))
     todo = list(zip(groups.column(PARTITION).to_pylist(), groups.column("input_hash").to_pylist()))
-    after = check() if check is not None and todo else None
+    # also with nothing to compute: documents added under another name must stop an incremental build too
+    after = check() if check is not None else None
     query = view.sql_query()
     session.execute(f'create or replace temp table "{name}" as '
                     f"select *, cast(null as varchar) as input_hash from ({query}) where false").fetchall()
