@@ -203,12 +203,8 @@ def _node_seconds(home: Path, node: str) -> float:
     return next(r["execution_time"] for r in res if r["unique_id"].endswith(f".{node}"))
 
 
-@pytest.mark.xfail(strict=True, reason="review of 69ea0ba, not fixed: per partition a view query and a document "
-                   "count, each listing every file of spans and span_documents (DuckDB prunes the files after "
-                   "listing them), so the span facts cost partitions x files (here 0.06 s for 1 partition, "
-                   "11.5 s for 200, 42 s for 400); lmaudit trace writes one partition per 64 generations "
-                   "(~3,000 at paper scale, ~50,000 at 16x). A list filter (list_contains, IN) does not reach "
-                   "the documents scan through the view's join, so batching partitions is no small fix")
+# review of 69ea0ba: per partition a query listing every file cost partitions x files (0.06 s for 1 partition,
+# 11.5 s for 200, 42 s for 400); now a range of partitions per query (ingest/marts/partitioned.py)
 def test_span_facts_cost_does_not_grow_with_the_partition_count(tmp_path: Path) -> None:
     seconds = {}
     for n in (1, N_PARTS):

@@ -1,5 +1,5 @@
 """One row per (lake partition, generation, tracing pass): `int_partition_span_facts` (the SQL, with its unit
-tests) computed one lake partition at a time, so the build holds one partition's spans and documents at once
+tests) computed a range of lake partitions at a time, so the build holds a bounded part of the spans and documents
 instead of the whole lake's (`ingest/marts/partitioned.py`). Incremental by partition: a partition is computed
 again only when its spans or the propme_* vars changed (`int_generation_span_facts_inputs`)."""
 
