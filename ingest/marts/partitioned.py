@@ -74,16 +74,23 @@ def _message(name: str, what: str) -> str:
             "traced_generations under one name); write the documents under their spans' partition name")
 
 
-def partition_ranges(names: list[str], rows: list[int], max_rows: int) -> list[tuple[str, str]]:
+def partition_ranges(names: list[str], rows: list[int], max_rows: int,
+                     others: list[str] = ()) -> list[tuple[str, str]]:
     """The partitions to compute, sorted by name and cut into ranges (first, last name) of at most `max_rows`
-    spans each (a larger partition is a range of its own)."""
+    spans each (a larger partition is a range of its own). A range never spans one of `others` (partitions
+    whose rows are kept): the view aggregates every partition of its range before the join keeps the ones to
+    compute, so an incremental build reads only what it computes."""
     out: list[tuple[str, str]] = []
     lo = hi = None
     held = 0
-    for name, n in sorted(zip(names, rows)):
-        if lo is not None and held + n > max_rows:
+    todo = dict(zip(names, rows))
+    for name in sorted(set(names) | set(others)):
+        n = todo.get(name)
+        if lo is not None and (n is None or held + n > max_rows):
             out.append((lo, hi))
             lo, held = None, 0
+        if n is None:
+            continue
         lo = name if lo is None else lo
         hi, held = name, held + n
     if lo is not None:
@@ -110,8 +117,9 @@ def by_partition(dbt: Any, session: Any, view: Any, inputs: Any, name: str,
     session.unregister(f"{name}_groups")
     session.execute(f'create or replace temp table "{name}" as '
                     f"select *, cast(null as varchar) as input_hash from ({query}) where false").fetchall()
+    every = [r[0] for r in session.execute(f"select {PARTITION} from ({inputs.sql_query()})").fetchall()]
     for lo, hi in partition_ranges(groups.column(PARTITION).to_pylist(), groups.column(ROWS).to_pylist(),
-                                   max(1, build_memory().duckdb_limit // ROW_BYTES)):
+                                   max(1, build_memory().duckdb_limit // ROW_BYTES), others=every):
         session.execute(f'insert into "{name}" select view.*, todo.input_hash from ({query}) as view '
                         f"inner join {todo} as todo on view.{PARTITION} = todo.{PARTITION} "
                         f"where view.{PARTITION} >= $lo and view.{PARTITION} <= $hi", {"lo": lo, "hi": hi}).fetchall()

@@ -37,8 +37,8 @@ def test_facts_do_not_depend_on_how_the_lake_is_partitioned(tmp_path):
     spans = lake.read("spans").to_pylist()
     assert sum(s["generation_id"] == split for s in spans) == 2
     docs = lake.read("span_documents").to_pylist()
-    part_of = {s["span_id"]: (f"b{k}" if s["generation_id"] == split else f"p{sum(map(ord, s['generation_id'])) % 3}")
-               for k, s in enumerate(sorted((s for s in spans if s["generation_id"] == split), key=lambda s: s["span_id"]))}
+    split_spans = sorted((s for s in spans if s["generation_id"] == split), key=lambda s: s["span_id"])
+    part_of = {s["span_id"]: f"b{k}" for k, s in enumerate(split_spans)}
     part_of.update({s["span_id"]: f"p{sum(map(ord, s['generation_id'])) % 3}" for s in spans
                     if s["generation_id"] != split})
     for table in ("spans", "span_documents"):

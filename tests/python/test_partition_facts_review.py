@@ -216,3 +216,17 @@ def test_span_facts_cost_does_not_grow_with_the_partition_count(tmp_path: Path) 
     print(seconds)
     # the same rows: 200 small partitions may cost a few seconds more than one, not ~0.1 s each
     assert seconds[N_PARTS] < seconds[1] + 5.0, seconds
+
+
+def test_partition_ranges_never_span_a_kept_partition() -> None:
+    """Ranges of partitions to compute (ingest/marts/partitioned.py): sorted, at most max_rows spans each (a larger
+    partition alone), and never across a partition whose rows are kept (its files would be read for nothing)."""
+    from ingest.marts.partitioned import partition_ranges
+
+    names, rows = ["d", "a", "b", "f", "g", "h"], [1, 1, 1, 5, 1, 1]
+    assert partition_ranges(names, rows, 3) == [("a", "d"), ("f", "f"), ("g", "h")]
+    assert partition_ranges(names, rows, 3, others=["c", "e"] + names) == [("a", "b"), ("d", "d"), ("f", "f"),
+                                                                            ("g", "h")]
+    assert partition_ranges(["a", "c"], [1, 1], 10, others=["a", "b", "c"]) == [("a", "a"), ("c", "c")]
+    assert partition_ranges(["a", "c"], [1, 1], 10) == [("a", "c")]
+    assert partition_ranges([], [], 10, others=["a"]) == []
