@@ -24,30 +24,13 @@ import duckdb
 import pytest
 
 from ingest.lake import Lake
-
-
-class _Echo:
-    name = "echo"
-
-    def generate(self, requests, sampling):
-        from ingest.generate.backends import GenOutput
-
-        return [GenOutput(r.key, tuple(r.prompt_ids), f"sample {r.seed}", "length") for r in requests]
-
-
-def _echo_run(lake: Lake, model: Path):
-    from ingest.generate.backends import SamplingConfig
-    from ingest.generate.runner import PromptUnit, RunSpec, run_generation
-
-    spec = RunSpec("r", str(model), "unconditional", "echo", None, SamplingConfig(max_new_tokens=4), chunk_size=2)
-    units = [PromptUnit("p", (1, 2), 3)]
-    return spec, units, run_generation(lake, _Echo(), spec, units, progress=False)
+from tests.python.test_moved_warehouse_model import echo_run
 
 
 def test_a_legacy_run_resumes_again_after_it_was_re_recorded_relative(tmp_path: Path) -> None:
     old = tmp_path / "a" / "wh"
     (old / "models" / "lm").mkdir(parents=True)
-    spec, units, _ = _echo_run(Lake(old), old / "models" / "lm")
+    spec, units, _ = echo_run(Lake(old), old / "models" / "lm")
     (row,) = Lake(old).read("runs").to_pylist()
     legacy_fp = spec.fingerprint(units)  # as lmaudit recorded the run before: the absolute folder
     Lake(old).write("runs", "run--r", [{**row, "model": str(old / "models" / "lm"), "sampling_params": json.dumps(
@@ -55,11 +38,11 @@ def test_a_legacy_run_resumes_again_after_it_was_re_recorded_relative(tmp_path: 
     new = tmp_path / "b" / "wh"
     new.parent.mkdir()
     shutil.move(str(old), str(new))
-    _, _, moved = _echo_run(Lake(new), new / "models" / "lm")  # resumes, re-recorded relative
+    _, _, moved = echo_run(Lake(new), new / "models" / "lm")  # resumes, re-recorded relative
     assert moved.n_chunks_skipped == 2 and Lake(new).read("runs").to_pylist()[0]["model"] == "models/lm"
-    _, _, again = _echo_run(Lake(new), new / "models" / "lm")  # the same command once more
+    _, _, again = echo_run(Lake(new), new / "models" / "lm")  # the same command once more
     assert again.n_chunks_skipped == 2
-    _, _, here = _echo_run(Lake(new), new / "models" / "lm")
+    _, _, here = echo_run(Lake(new), new / "models" / "lm")
     assert here.n_chunks_skipped == 2
 
 
@@ -164,11 +147,11 @@ def test_a_run_of_another_folder_with_the_same_tail_is_not_resumed_as_this_model
     home = tmp_path / "wh"
     (home / "models" / "lm").mkdir(parents=True)
     lake = Lake(home)
-    spec, units, _ = _echo_run(lake, elsewhere)  # recorded absolute: outside the warehouse
+    spec, units, _ = echo_run(lake, elsewhere)  # recorded absolute: outside the warehouse
     (row,) = lake.read("runs").to_pylist()
     assert row["model"] == str(elsewhere)
     try:
-        _echo_run(lake, home / "models" / "lm")
+        echo_run(lake, home / "models" / "lm")
     except UserError as e:
         assert "other parameters" in str(e)
     else:
@@ -189,7 +172,7 @@ def test_model_key_agrees_with_the_built_macro_for_a_warehouse_reached_through_a
     link.symlink_to(tmp_path / "real")
     home = link / "wh"
     lake = Lake(home)
-    _echo_run(lake, home / "models" / "lm")
+    echo_run(lake, home / "models" / "lm")
     (row,) = lake.read("runs").to_pylist()
     recorded = [str(home / "models" / "lm"), str(real / "models" / "lm")]
     lake.write("runs", "run--r", [{**row, "model": recorded[0], "tokenizer": recorded[1]}])

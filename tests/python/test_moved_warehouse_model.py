@@ -151,7 +151,7 @@ class _Echo:
         return [GenOutput(r.key, tuple(r.prompt_ids), f"sample {r.seed}", "length") for r in requests]
 
 
-def _echo_run(lake: Lake, model: Path):
+def echo_run(lake: Lake, model: Path):
     from ingest.generate.backends import SamplingConfig
     from ingest.generate.runner import PromptUnit, RunSpec, run_generation
 
@@ -165,14 +165,14 @@ def test_a_run_records_a_model_inside_the_warehouse_relative_and_resumes_an_abso
     absolute folder in its fingerprint) resumes in place and after a move instead of 'other parameters'."""
     old = tmp_path / "a" / "wh"
     (old / "models" / "lm").mkdir(parents=True)
-    spec, units, first = _echo_run(Lake(old), old / "models" / "lm")
+    spec, units, first = echo_run(Lake(old), old / "models" / "lm")
     (row,) = Lake(old).read("runs").to_pylist()
     assert row["model"] == row["tokenizer"] == "models/lm" and first.n_chunks == 2
     # the row as lmaudit wrote it before: the absolute folder, and the fingerprint made with it
     legacy_fp = spec.fingerprint(units)
     Lake(old).write("runs", "run--r", [{**row, "model": str(old / "models" / "lm"), "sampling_params": json.dumps(
         {**json.loads(row["sampling_params"]), "fingerprint": legacy_fp})}])
-    _, _, again = _echo_run(Lake(old), old / "models" / "lm")
+    _, _, again = echo_run(Lake(old), old / "models" / "lm")
     assert again.n_chunks_skipped == 2
     (row,) = Lake(old).read("runs").to_pylist()
     assert row["model"] == "models/lm" and json.loads(row["sampling_params"])["fingerprint"] == \
@@ -181,7 +181,7 @@ def test_a_run_records_a_model_inside_the_warehouse_relative_and_resumes_an_abso
     new = tmp_path / "b" / "wh"
     new.parent.mkdir()
     shutil.move(str(old), str(new))
-    _, _, moved = _echo_run(Lake(new), new / "models" / "lm")
+    _, _, moved = echo_run(Lake(new), new / "models" / "lm")
     assert moved.n_chunks_skipped == 2 and Lake(new).read("runs").to_pylist()[0]["model"] == "models/lm"
     # an imported run records its model the same way
     from ingest.importers.generations import import_generations
