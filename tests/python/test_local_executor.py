@@ -79,11 +79,18 @@ def test_kept_workers_serve_several_calls_and_a_new_spec_gets_new_ones() -> None
     ex = LocalExecutor(workers=2, keep_workers=True)
     try:
         first = {pid for pid, _ in ex.map(WorkerSpec(Square), [[1], [2], [3], [4]])}
+        # The pool's processes, not only those that happened to take a batch: a spawned worker still importing
+        # can leave all four batches to the other one (seen in CI), and then serve the next call.
+        pool = ex._kept[1]
+        started = set(pool._processes)
+        assert first <= started
         again = list(ex.map(WorkerSpec(Square), [[5], [6]]))
-        assert {pid for pid, _ in again} <= first  # the same processes, no new start
+        assert ex._kept[1] is pool  # the same pool: its workers keep what their spec loaded
+        kept = set(pool._processes)
+        assert {pid for pid, _ in again} <= kept and len(kept) <= 2
         assert [r for _, r in again] == [[25], [36]]
         other = list(ex.map(WorkerSpec(Square, (1,)), [[2]]))
-        assert other[0][1] == [5] and other[0][0] not in first  # another worker spec: new processes
+        assert other[0][1] == [5] and other[0][0] not in kept  # another spec: new processes
     finally:
         ex.close()
     assert ex._kept == (None, None)
