@@ -6,11 +6,12 @@ source as (
 
 ),
 
-final as (
+keyed as (
 
     select
         cast(estimate_id as varchar) as estimate_id,
         {{ model_key('cast(model as varchar)') }} as model,
+        cast(model as varchar) as recorded_model,
         cast(tokenizer as varchar) as tokenizer,
         cast(tokenizer_sha256 as varchar) as tokenizer_sha256,
         cast(domain as varchar) as domain,
@@ -32,6 +33,12 @@ final as (
         cast(params as varchar) as params,
         cast(created_at as timestamptz) as created_at
     from source
+
+),
+
+final as (
+
+    {{ one_model_spelling('keyed', 'created_at') }}
 
 )
 

@@ -10,8 +10,9 @@
    and on odd warehouse paths ($LMAUDIT_HOME with a trailing slash, quotes, regex metacharacters).
 4. A run of another folder with the same tail is not resumed as this model's; a sweep's own run loads the
    model from this warehouse.
-5. (xfail, not fixed) two lake entries that read as one model: int_mixtures_documented sums the recipes, and
-   fct_mixture_estimates fails its unique test on two tokenizer estimates (it built on 49b1641).
+5. Two lake entries that read as one model: int_mixtures_documented summed the recipes, and
+   fct_mixture_estimates failed its unique test on two tokenizer estimates (it built on 49b1641). Now one
+   spelling wins (macro one_model_spelling).
 """
 
 from __future__ import annotations
@@ -212,8 +213,6 @@ def test_the_rendered_macro_and_model_key_agree_on_odd_warehouse_paths() -> None
             assert got == [model_key(Path(h), r) for r in recorded], h
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed (review finding): two lake entries that model_key reads as one "
-                   "model are summed by int_mixtures_documented; a fix must choose which recipe wins")
 def test_two_lake_recipes_read_as_one_model_are_not_mixed(tmp_path: Path) -> None:
     """Before b265c11, the workaround for runs that lost their documented mixture after a move was `mixture
     documented add --model <old absolute sandbox path>`: a `documented--` partition beside the sandbox's own.
@@ -236,11 +235,9 @@ def test_two_lake_recipes_read_as_one_model_are_not_mixed(tmp_path: Path) -> Non
     with duckdb.connect(str(db_path(home)), read_only=True) as con:
         (share,) = con.execute("select share from int_mixtures_documented where model = 'sandbox/tiny-seed0/model' "
                                "and domain = 'code'").fetchone()
-    assert share in (pytest.approx(0.8), pytest.approx(0.2))
+    assert share == pytest.approx(0.8)  # the recipe under the key as written (the sandbox's own) wins, whole
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed (review finding): a lake with a model's tokenizer estimate under "
-                   "two old absolute places (built fine on 49b1641) now fails fct_mixture_estimates' unique test")
 def test_a_lake_with_one_models_estimates_under_two_old_places_still_builds(tmp_path: Path) -> None:
     """Before b265c11 a moved warehouse where `mixture tokenizer` ran again in the new place held two estimates
     (the default key was the absolute folder: old place, new place); they were two models. model_key now
