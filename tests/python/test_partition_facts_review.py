@@ -137,6 +137,26 @@ def test_incremental_span_facts_equal_a_full_refresh(tmp_path: Path) -> None:
         assert _both(home) == incremental, vars_
 
 
+def test_a_var_the_span_facts_do_not_read_keeps_their_rows(tmp_path: Path) -> None:
+    """A bootstrap or metric var changes no span fact: every partition keeps its rows and input hash (they were
+    all recomputed when the hash covered every propme_* var, ~57 s at 16x). A loop var changes the hashes."""
+    home = tmp_path / "w"
+    write_lake(home)
+    _by_run(home)
+    _build(home)
+    before = _rows(home, "int_generation_span_facts")
+    _build(home, vars_="{propme_bootstrap_resamples: 7, propme_mid_span_tokens: 20, propme_blank_outputs_match: true}")
+    assert _rows(home, "int_generation_span_facts") == before  # input_hash included
+
+    def hashes() -> set[str]:
+        with duckdb.connect(str(db_path(home)), read_only=True) as con:
+            return {r[0] for r in con.execute("select distinct input_hash from int_generation_span_facts").fetchall()}
+
+    kept = hashes()
+    _build(home, vars_="{propme_loop_min_share: 0.8}")
+    assert kept and hashes().isdisjoint(kept)
+
+
 def test_fact_column_types_are_those_before_the_change(tmp_path: Path) -> None:
     """Counts stay bigint and document counts hugeint, as the one-query form gave (count(*) summed)."""
     home = tmp_path / "w"
