@@ -9,9 +9,10 @@ back against wherever the warehouse is now (`from_stored`); a path outside it (a
 stays absolute, since it does not move with the warehouse.
 
 Model paths follow the same rule (`stored_model`, `model_key`, `model_location`): a model folder inside the
-warehouse (the sandbox's model and checkpoints) is recorded relative to it in `runs.model` and the documented
-mixture's `model`, so the run and its documented mixture keep one key wherever the warehouse lies, while a hub
-name (`EleutherAI/pythia-70m`) or a folder elsewhere is recorded as given.
+warehouse (the sandbox's model and checkpoints) is recorded relative to it in `runs.model`, the documented
+mixture's `model` and score and sweep rows, so the run and its documented mixture keep one key wherever the
+warehouse lies, while a folder elsewhere is recorded by its absolute path (never a relative one, which would
+name another folder from another working directory) and a hub name (`EleutherAI/pythia-70m`) as given.
 """
 
 from __future__ import annotations
@@ -78,14 +79,13 @@ SANDBOX_MODEL = re.compile(r"^/(?:.*/)?(sandbox/[^/]+/model(?:/checkpoints/step-
 
 
 def stored_model(home: Path, model: str) -> str:
-    """The model key a run or a documented mixture records: a local model folder inside the warehouse relative
-    to it (as `stored_path`), so that a moved or copied warehouse keeps the key its runs pair on; a hub name, a
-    folder elsewhere, or a key already relative (not a folder from here), exactly as given."""
+    """The model key a run, a score or a documented mixture records: a local model folder as `stored_path`
+    records it, relative to the warehouse when inside it (a moved or copied warehouse keeps the key its runs
+    pair on), else by its resolved absolute path (a relative path given from another working directory, e.g.
+    `models/lm`, would otherwise share the key of the warehouse's own `models/lm`, another model); a hub name
+    or a key already relative (not a folder from here), exactly as given."""
     folder = Path(model).expanduser()
-    if not folder.is_dir():
-        return model
-    stored = stored_path(home, folder)
-    return model if os.path.isabs(stored) else stored
+    return stored_path(home, folder) if folder.is_dir() else model
 
 
 def model_key(home: Path, recorded: str) -> str:
