@@ -7,7 +7,9 @@ one atomic partition whose name hashes the model, the method, the item source, t
 done, a changed text or configuration is scored again and the partitions of the old configuration are
 deleted (one configuration per model, method and source: the marts never see two). Methods are scored under
 the `authors` convention only (no start token, <= 512 tokens, a text of fewer than 2 tokens has no score),
-as the authors' scripts for these methods ran.
+as the authors' scripts for these methods ran. The model is recorded as in `text_scores` (`stored_model`:
+relative to the warehouse inside it), and partitions written under its absolute path before are re-recorded
+(`take_over`), not scored again.
 
 What the methods need besides the model is fixed before any worker starts, in the main process:
 - DC-PDD's token frequencies: by default the pooled reference documents (the authors' script's default,
@@ -26,7 +28,7 @@ import json
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -84,6 +86,15 @@ class MethodJob:
     neighbor_seed: int = 0  # run_neighborhood_threshold.py's --seed default
     neighbor_model: str | None = None  # a masked LM fills the neighbours (the paper's way) instead of random words
     neighbor_model_digest: str = ""  # its files' names, sizes and times: a changed model is scored again
+    recorded_model: str | None = None  # the model as rows record it (`stored_model`); default `model`
+
+    @property
+    def row_model(self) -> str:
+        return self.model if self.recorded_model is None else self.recorded_model
+
+    def score_id(self, kind: str, item_id: str, digest: str, method: str) -> str:
+        """A row's key: the model as recorded, the text (`digest`: its hash), the method and the convention."""
+        return make_key(self.row_model, kind, item_id, digest, method, "authors")
 
     def config(self, method: str) -> dict:
         """What changes `method`'s scores besides the model and the text (its row `params`)."""
@@ -133,8 +144,8 @@ class MethodWorker:
                 r = (M.neighbor(float(np.mean(b.logprobs)) if b.logprobs else None, neigh.get(i, []))
                      if m == "neighbor" else self._score(m, ids, b.logprobs, cond.get(i)))
                 out[m].append({
-                    "method_score_id": make_key(self.job.model, kind, item_id, text_hash(text), m, "authors"),
-                    "model": self.job.model, "item_id": item_id, "item_kind": kind, "text_hash": text_hash(text),
+                    "method_score_id": self.job.score_id(kind, item_id, text_hash(text), m),
+                    "model": self.job.row_model, "item_id": item_id, "item_kind": kind, "text_hash": text_hash(text),
                     "method": m, "scoring": "authors", "n_tokens": max(len(ids) - 1, 0), "raw_score": r.raw,
                     "member_score": r.member, "params": json.dumps(self.job.config(m), sort_keys=True),
                 })
@@ -247,6 +258,8 @@ class MethodSummary:
 def score_methods(lake: Lake, job: MethodJob, items: Sequence[tuple[str, str, str]], source: str,
                   chunk_size: int = 64, workers: int = 1, executor=None) -> MethodSummary:
     """Score `items` [(item_id, item_kind, text)] from `source` with every method of `job`."""
+    from ingest.home import stored_model
+
     if not items:
         raise UserError(f"nothing to score: {source} has no texts")
     if chunk_size < 1:
@@ -254,10 +267,11 @@ def score_methods(lake: Lake, job: MethodJob, items: Sequence[tuple[str, str, st
     items = sorted(items)
     chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
     ids = [make_key(*(f"{i}:{text_hash(t)}" for i, _, t in c)) for c in chunks]
+    job = replace(job, recorded_model=stored_model(lake.home, job.model))
     todo: dict[int, list[str]] = {}
     names: dict[tuple[str, int], str] = {}
     for m in job.methods:
-        prefix = f"mscore--{make_key(job.model, m, 'authors')[:12]}--{make_key(source)[:12]}--"
+        prefix = f"mscore--{make_key(job.row_model, m, 'authors')[:12]}--{make_key(source)[:12]}--"
         config = json.dumps(job.config(m), sort_keys=True)
         for c, cid in enumerate(ids):
             names[m, c] = prefix + make_key(config, cid)[:16]
@@ -265,8 +279,9 @@ def score_methods(lake: Lake, job: MethodJob, items: Sequence[tuple[str, str, st
         for part in lake.partitions(TABLE):  # an older text or configuration of this method and source
             if part.startswith(prefix) and part not in current:
                 lake.delete(TABLE, part)
-        for part in moved_model_partitions(lake, job.model, m, source, prefix):
-            lake.delete(TABLE, part)
+        for part in moved_model_partitions(lake, job.row_model, m, source, prefix):
+            if not take_over(lake, job, part, [names[m, c] for c in range(len(chunks))], source, m):
+                lake.delete(TABLE, part)
         for c in range(len(chunks)):
             if not lake.is_done(TABLE, names[m, c]):
                 todo.setdefault(c, []).append(m)
@@ -299,6 +314,24 @@ def moved_model_partitions(lake: Lake, model: str, method: str, source: str, pre
         if first and model_key(lake.home, first[0]["model"]) == ours:
             out.append(part)
     return out
+
+
+def take_over(lake: Lake, job: MethodJob, part: str, names: Sequence[str], source: str, method: str) -> bool:
+    """Re-record `part`, a partition of `method` under the same model (`moved_model_partitions`) spelled
+    otherwise (its absolute folder, as lmaudit recorded it before), as this job's partition of the same chunk
+    and configuration (the name's tail hashes both): only the model's name in the rows, their ids and the
+    partition's name change. False (nothing done) when no name of this job has its tail or that one is done:
+    the caller deletes it."""
+    name = {n.rsplit("--", 1)[1]: n for n in names}.get(part.rsplit("--", 1)[1])
+    if name is None or lake.is_done(TABLE, name):
+        return False
+    rows = [{**r, "model": job.row_model,
+             "method_score_id": job.score_id(r["item_kind"], r["item_id"], r["text_hash"], method)}
+            for r in lake.read(TABLE, part).to_pylist()]
+    with lake.transaction():
+        lake.write(TABLE, name, rows, meta={"source": source, "method": method})
+        lake.delete(TABLE, part)
+    return True
 
 
 def method_job(lake: Lake, model: str, methods: tuple[str, ...], batch_size: int = 8, device: str = "cpu",

@@ -6,6 +6,11 @@ so a re-run skips finished chunks and a changed text is scored again (its old ro
 text's hash and no mart reads it). With a reference model (the "Ref" baseline) each text is scored under
 both and the row keeps both losses.
 
+The model is recorded as runs record it (`ingest.home.stored_model`: a folder inside the warehouse relative to
+it), in the rows, their ids and the partition names, so a moved or copied warehouse finds its scores done.
+Partitions written before, under the folder's absolute path, are re-recorded so when they hold a chunk of
+this job (`take_over`), not scored again.
+
 The scoring convention (`authors`, the default, or `lmaudit`; ingest/score/features.py) changes the scores
 of the same text, so it is part of the row key, of the partition names and of `params`: rows of the two
 conventions live side by side and never replace each other. `lmaudit` rows keep the key they had before
@@ -17,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ingest.errors import UserError
 from ingest.executors import WorkerSpec, get_executor
@@ -35,6 +40,7 @@ class ScoreJob:
     device: str = "cpu"
     dtype: str = "float32"
     scoring: str = "authors"
+    recorded_model: str | None = None  # the model as rows record it (`stored_model`); default `model`
 
     def __post_init__(self) -> None:
         """The options every command that scores shares (`score`, `mia-benchmark score`), checked once here."""
@@ -53,6 +59,15 @@ class ScoreJob:
         """What keys a row or partition besides its model and text: nothing for `lmaudit` (the key rows had
         before conventions existed), the convention's name otherwise."""
         return () if self.scoring == "lmaudit" else (self.scoring,)
+
+    @property
+    def row_model(self) -> str:
+        return self.model if self.recorded_model is None else self.recorded_model
+
+    def score_id(self, kind: str, item_id: str, digest: str) -> str:
+        """A row's key: the model as recorded, the text (`digest`: its hash) and the convention, not the
+        reference model (the model's own scores do not change with it)."""
+        return make_key(self.row_model, kind, item_id, digest, *self.key_parts())
 
     def params(self) -> str:
         return json.dumps({"k": K_FRACTION, "batch_size": self.batch_size, "device": self.device,
@@ -81,8 +96,8 @@ class ScoreWorker:
             f = score_text(text, s.logprobs, s.mu, s.sigma, K_FRACTION, c)
             h = text_hash(text)
             rows.append({
-                "score_id": make_key(self.job.model, kind, item_id, h, *self.job.key_parts()),
-                "model": self.job.model, "item_id": item_id,
+                "score_id": self.job.score_id(kind, item_id, h),
+                "model": self.job.row_model, "item_id": item_id,
                 "item_kind": kind, "text_hash": h, "n_tokens": f.n_tokens, "truncated": s.truncated,
                 "loss": f.loss, "zlib_loss": f.zlib_loss, "mink": f.mink, "minkpp": f.minkpp,
                 "ref_model": self.job.ref_model,
@@ -103,6 +118,8 @@ class ScoreSummary:
 def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]], source: str,
                 chunk_size: int = 64, workers: int = 1, executor=None, progress: bool = True) -> ScoreSummary:
     """Score `items` [(item_id, item_kind, text)] from `source` (e.g. "reference" or "run:R")."""
+    from ingest.home import stored_model
+
     if not items:
         raise UserError(f"nothing to score: {source} has no texts")
     if chunk_size < 1:
@@ -110,13 +127,15 @@ def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]]
     items = sorted(items)
     chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
     job.convention  # an unknown convention fails before anything is read or deleted
-    prefix = f"score--{make_key(job.model, job.ref_model, *job.key_parts())[:12]}--{make_key(source)[:12]}--"
+    job = replace(job, recorded_model=stored_model(lake.home, job.model))
+    prefix = f"score--{make_key(job.row_model, job.ref_model, *job.key_parts())[:12]}--{make_key(source)[:12]}--"
     names = [prefix + make_key(*(f"{i}:{text_hash(t)}" for i, _, t in c))[:16] for c in chunks]
     for part in lake.partitions("text_scores"):  # chunks of an older version of this input
         if part.startswith(prefix) and part not in names:
             lake.delete("text_scores", part)
     for part in other_reference_partitions(lake, job, source, prefix):
-        lake.delete("text_scores", part)
+        if not take_over(lake, job, part, names, source):
+            lake.delete("text_scores", part)
     todo = [(n, c) for n, c in zip(names, chunks) if not lake.is_done("text_scores", n)]
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
@@ -142,7 +161,7 @@ def other_reference_partitions(lake: Lake, job: ScoreJob, source: str, prefix: s
     from counts, so scoring again after a move replaces the rows written there instead of doubling them."""
     from ingest.home import model_key
 
-    ours = model_key(lake.home, job.model)
+    ours = model_key(lake.home, job.row_model)
     stem = f"--{make_key(source)[:12]}--"
     out = []
     for part in lake.partitions("text_scores"):
@@ -153,6 +172,25 @@ def other_reference_partitions(lake: Lake, job: ScoreJob, source: str, prefix: s
                 json.loads(first[0]["params"] or "{}").get("scoring", "lmaudit") == job.scoring:
             out.append(part)
     return out
+
+
+def take_over(lake: Lake, job: ScoreJob, part: str, names: Sequence[str], source: str) -> bool:
+    """Re-record `part`, a partition of the same model (`other_reference_partitions`) under another spelling
+    of it (the folder's absolute path, as lmaudit recorded it before), as this job's partition of the same
+    chunk: its scores are this job's (the same model, texts, convention and reference model), only the model's
+    name in the rows, their ids and the partition's name change. False (nothing done) for another reference
+    model, a chunk this job does not have, or one it has done: the caller deletes that partition."""
+    ours = {n.rsplit("--", 1)[1]: n for n in names}
+    name = ours.get(part.rsplit("--", 1)[1])
+    rows = lake.read("text_scores", part).to_pylist()
+    if name is None or lake.is_done("text_scores", name) or any(r["ref_model"] != job.ref_model for r in rows):
+        return False
+    rows = [{**r, "model": job.row_model, "score_id": job.score_id(r["item_kind"], r["item_id"], r["text_hash"])}
+            for r in rows]
+    with lake.transaction():
+        lake.write("text_scores", name, rows, meta={"source": source})
+        lake.delete("text_scores", part)
+    return True
 
 
 def reference_items(lake: Lake) -> list[tuple[str, str, str]]:
