@@ -177,7 +177,11 @@ def sweep(
             raise UserError("--model samples the model: give --corpus (e.g. the sandbox's sandbox-tiny-...)")
         if not Path(model).is_dir():
             raise UserError(f"--model {model}: not a folder; give the model's local folder")
-        sampler = Sampler(model=str(Path(model).resolve()), corpus=corpus, n_generations=n,
+        from ingest.home import stored_model
+
+        # the folder as runs record it keys the sweep (relative inside the warehouse: the same key after a move,
+        # and no row names its place); Sampler loads a relative key from this warehouse (model_location)
+        sampler = Sampler(model=stored_model(lake.home, model), corpus=corpus, n_generations=n,
                           max_new_tokens=max_new_tokens)
         base = PointConfig(temperature=PRESETS["neutral"].temperature)
     ests = check_estimators(_split(estimators)) if estimators is not None else ()
@@ -190,8 +194,10 @@ def sweep(
         printed.append((p.axis, p.value, overlap_by_estimator(rows), cached,
                         max((r["seconds"] or 0 for r in rows), default=0.0)))
 
+    # a --model sweep keyed its points by the folder's absolute path before: those points are taken over, not redone
+    formerly = None if model is None else str(Path(model).resolve())
     res = run_sweep(lake, spec, sampler, domains=_split(domains), sources=_split(reference_source), on_point=show,
-                    vars_=given_vars)
+                    vars_=given_vars, formerly=formerly)
     console.print(f"mixture sweep {name!r} of {sampler.model}: {len(res.points)} grid points, {len(res.computed)} "
                   f"computed, {len(res.skipped)} done before, {res.seconds:.0f} s; overlap accuracy % against the "
                   "documented mixture:", markup=False, highlight=False, soft_wrap=True)

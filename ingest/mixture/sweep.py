@@ -261,7 +261,9 @@ def documented_truth(lake: Lake, model: str, aliases: dict[str, str] | None = No
         return model_key(lake.home, m)
 
     rows = lake.read("mixtures_documented").to_pylist()
-    run = key(stored_model(lake.home, model))
+    # `model` as recorded (a relative key is the warehouse's, whatever folder of that name lies here) or an
+    # absolute folder, recorded as its runs would record it
+    run = key(stored_model(lake.home, model) if Path(model).is_absolute() else model)
     alias = (aliases or {}).get(model)
     if alias is None:
         alias = {key(k): v for k, v in (aliases or {}).items()}.get(run)
@@ -422,7 +424,7 @@ def point_rows(*, study: str, model: str, point: GridPoint, clf: TrainedClassifi
         cond = diag.get("condition_number")
         for i, name in enumerate(clf.names):
             x = None if res is None else float(res.estimate[i])
-            rows.append(dict(base, sweep_row_id=make_key(study, model, point.axis, point.value, est_name, name),
+            rows.append(dict(base, sweep_row_id=sweep_row_id(study, model, point, est_name, name),
                              estimator=est_name, domain=name,
                              estimate=x if x is None or math.isfinite(x) else None, truth=truth[i],
                              condition_number=None if cond is None or not math.isfinite(cond) else float(cond),
@@ -431,8 +433,39 @@ def point_rows(*, study: str, model: str, point: GridPoint, clf: TrainedClassifi
     return rows
 
 
+def sweep_row_id(study: str, model: str, point: GridPoint, estimator: str, domain: str) -> str:
+    return make_key(study, model, point.axis, point.value, estimator, domain)
+
+
 def point_partition(study: str, model: str, point: GridPoint) -> str:
     return partition_name("sweep", study, make_key(model)[:12], point.axis, point.value)
+
+
+def point_config(params: dict) -> str:
+    """A point's resume key (the `config` of its partition's manifest record): everything it was computed with."""
+    return make_key(json.dumps(params, sort_keys=True, default=str))
+
+
+def take_over_point(lake: Lake, study: str, sampler: Sampler, formerly: str, point: GridPoint,
+                    params: dict) -> None:
+    """The point as a sweep of `formerly` wrote it (the model's absolute folder, as `mixture sweep --model`
+    keyed a folder inside the warehouse before it recorded it relative), re-recorded under `sampler.model`
+    when it was computed with these settings (only the model's name in the rows, their ids and params change:
+    the point is done), else removed: a rerun replaces a point, and two spellings of one model would be two
+    models in fct_mixture_sweeps."""
+    old = point_partition(study, formerly, point)
+    if lake.record(TABLE, old) is None:
+        return
+    old_params = {**params, "sampler": asdict(replace(sampler, model=formerly))}
+    rows = [{**r, "model": sampler.model, "params": json.dumps(params, sort_keys=True, default=str),
+             "sweep_row_id": sweep_row_id(study, sampler.model, point, r["estimator"], r["domain"])}
+            for r in lake.read(TABLE, old).to_pylist()] if point_done(lake, old, point_config(old_params)) else []
+    with lake.transaction():
+        if rows:
+            lake.write(TABLE, point_partition(study, sampler.model, point), rows,
+                       meta={"config": point_config(params), "study": study, "axis": point.axis,
+                             "value": point.value})
+        lake.delete(TABLE, old)
 
 
 def point_done(lake: Lake, partition: str, config: str) -> bool:
@@ -516,9 +549,11 @@ class Sampler:
             build_prompt_set(lake, self.corpus, setting, n=1, progress=False)
         from ingest.home import model_location
 
-        # a run's model as it records it (relative to the warehouse, or an old place's folder): its folder here;
-        # a folder given with --model (or to inject) is loaded as given, never swapped for this warehouse's
-        model = model_location(lake.home, self.model) if self.run_id is not None else self.model
+        # a run's model as it records it (relative to the warehouse, or an old place's folder), or a --model folder
+        # inside the warehouse (recorded relative): its folder here; an absolute folder given with --model (or to
+        # inject) is loaded as given, never swapped for this warehouse's namesake
+        given = self.run_id is None and Path(self.model).is_absolute()
+        model = self.model if given else model_location(lake.home, self.model)
         be = get_backend("hf", model, batch_size=self.batch_size, threads=self.threads)
         max_new = self.max_new_tokens or max_new_tokens(model, preset.max_new_tokens)
         spec = RunSpec(run_id, model, setting, "hf", corpus_id_for(self.corpus),
@@ -578,9 +613,10 @@ def plan_checks(spec: SweepSpec, refs: References, sampler: Sampler, lake: Lake)
 def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[str] | None = None,
               sources: list[str] | None = None, progress: bool = True,
               on_point: Callable[[GridPoint, list[dict], bool], None] | None = None,
-              vars_: dict[str, Any] | None = None) -> SweepResult:
+              vars_: dict[str, Any] | None = None, formerly: str | None = None) -> SweepResult:
     """Compute every grid point not already in the lake with these settings; write each as one partition.
-    `vars_`: the user's --vars (as for `lmaudit build`), e.g. mixture_model_aliases to find the truth."""
+    `vars_`: the user's --vars (as for `lmaudit build`), e.g. mixture_model_aliases to find the truth.
+    `formerly`: another spelling the sampler's model was keyed by before (`take_over_point`)."""
     t_all = time.perf_counter()
     refs = load_references(lake, domains, sources)
     plan_checks(spec, refs, sampler, lake)
@@ -610,8 +646,10 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
             params = {"point": asdict(c), "estimators": list(estimators), "seed": spec.seed,
                       "calibration": spec.calibration, "references": ref_key, "domains": refs.domains,
                       "sampler": asdict(sampler), "n_run": n_run, **({"truth_vars": truth_vars} if truth_vars else {})}
-            config = make_key(json.dumps(params, sort_keys=True, default=str))
+            config = point_config(params)
             part = point_partition(spec.study, sampler.model, p)
+            if formerly is not None and formerly != sampler.model and not point_done(lake, part, config):
+                take_over_point(lake, spec.study, sampler, formerly, p, params)
             if point_done(lake, part, config):
                 skipped.append(p)
                 bar.advance(task)
