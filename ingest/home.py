@@ -91,13 +91,13 @@ def stored_model(home: Path, model: str) -> str:
 def model_key(home: Path, recorded: str) -> str:
     """A recorded model as the marts compare it (the staging models apply macros/model_key.sql, the same rule).
 
-    Rows written before model paths were relative hold absolute folders: one under this warehouse (its
-    current place) is read relative to it, and a sandbox model's (`.../sandbox/<name>/model`, a checkpoint
-    under it) as its tail, also when it names the place the warehouse was moved or copied from. Hub names,
-    folders elsewhere and relative keys are kept as recorded."""
+    Rows written before model paths were relative hold absolute folders (as given, perhaps with a trailing
+    slash): one under this warehouse (its current place) is read relative to it without trailing slashes, and a
+    sandbox model's (`.../sandbox/<name>/model`, a checkpoint under it) as its tail, also when it names the place
+    the warehouse was moved or copied from. Hub names, folders elsewhere and relative keys are kept as recorded."""
     prefix = str(Path(home).resolve()) + "/"
-    if recorded.startswith(prefix):
-        return recorded[len(prefix):]
+    if recorded.startswith(prefix):  # without trailing slashes, as a folder given `.../lm/` was recorded before
+        return recorded[len(prefix):].rstrip("/")
     m = SANDBOX_MODEL.fullmatch(recorded)  # as RE2 reads `$`: not before a final newline
     return m.group(1) if m else recorded
 

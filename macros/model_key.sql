@@ -12,7 +12,7 @@
     {%- set home = ((env_var('LMAUDIT_HOME') if env_var is defined else '/lint/warehouse').rstrip('/') or '/') ~ '/' -%}
     case
         when starts_with({{ column }}, '{{ home | replace("'", "''") }}')
-            then substr({{ column }}, {{ home | length + 1 }})
+            then rtrim(substr({{ column }}, {{ home | length + 1 }}), '/')
         else coalesce(
             nullif(
                 regexp_extract(

@@ -163,17 +163,25 @@ def scored_keys(lake: Lake, model: str, scoring: str) -> set[tuple[str, str, str
 
 
 def scored_ref_models(lake: Lake, model: str, scoring: str) -> dict[tuple[str, str, str], str | None]:
-    """`scored_keys`, each with the reference model its row was scored with (None: without one)."""
+    """`scored_keys`, each with the reference model its row was scored with (None: without one). `model` as
+    given to the command; rows of it under any spelling the marts read as it (`model_key` of what `lmaudit
+    score` records, `stored_model`: relative inside the warehouse, absolute before) count."""
     import duckdb
+
+    from ingest.home import model_key, stored_model
 
     if not lake.partitions("text_scores"):
         return {}
+    ours = model_key(lake.home, stored_model(lake.home, model))
     glob = lake.glob("text_scores").replace("'", "''")  # a quote in the warehouse path (supported) stays text
     with duckdb.connect() as con:  # its own connection: the module-level default one may hold another result
+        source = f"read_parquet('{glob}', union_by_name = true)"
+        spellings = [m for (m,) in con.execute(f"select distinct model from {source}").fetchall()
+                     if m is not None and model_key(lake.home, m) == ours]
         rows = con.execute(
             f"select item_kind, item_id, text_hash, ref_model, "
             f"coalesce(json_extract_string(params, '$.scoring'), 'lmaudit') "
-            f"from read_parquet('{glob}', union_by_name = true) where model = ?", [model]).fetchall()
+            f"from {source} where list_contains(?, model)", [spellings]).fetchall()
     return {(k, i, h): ref for k, i, h, ref, sc in rows if sc == scoring}
 
 
@@ -184,14 +192,20 @@ def unscored_sources(lake: Lake, corpus: str, model: str, scoring: str, ref_mode
     A source partly scored with another reference model (an interrupted run with another `--ref-model`) is
     refused: finishing it under this one would score its finished texts a second time, two rows with one key.
     """
+    from ingest.home import model_key, stored_model
+
+    def ref_key(ref: str | None) -> str | None:  # as `lmaudit score` records it and the marts read it
+        return None if ref is None else model_key(lake.home, stored_model(lake.home, ref))
+
     have = scored_ref_models(lake, model, scoring)
+    ours = ref_key(ref_model)
     todo, done = [], []
     for source, items in score_sources(lake, corpus):
         keys = [(kind, item_id, text_hash(text)) for item_id, kind, text in items]
         if all(k in have for k in keys):
             done.append(source)
             continue
-        other = sorted({have[k] or "" for k in keys if k in have and have[k] != ref_model})
+        other = sorted({have[k] or "" for k in keys if k in have and ref_key(have[k]) != ours})
         if other:
             was = f"--ref-model {other[-1]}" if other[-1] else "no --ref-model"
             now = f"--ref-model {ref_model}" if ref_model else "no --ref-model"

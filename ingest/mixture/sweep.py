@@ -31,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -468,6 +468,27 @@ def take_over_point(lake: Lake, study: str, sampler: Sampler, formerly: str, poi
         lake.delete(TABLE, old)
 
 
+def former_spellings(lake: Lake, study: str, model: str) -> set[str]:
+    """Other spellings `study`'s points of `model` were keyed by (`take_over_point`): a recorded model read as
+    the same (`ingest.home.model_key`) whose folder is this warehouse's or gone (the place the warehouse was
+    moved from), never one still there elsewhere (another warehouse's sandbox model of the same name: another
+    model, as generate's legacy fingerprint reads it)."""
+    import os
+
+    from ingest.home import model_key
+
+    ours, prefix, out = model_key(lake.home, model), str(Path(lake.home).resolve()) + "/", set()
+    for part in lake.partitions(TABLE):
+        if (lake.record(TABLE, part) or {}).get("study") != study:
+            continue
+        first = lake.read(TABLE, part).select(["model"]).slice(0, 1).to_pylist()
+        m = first[0]["model"] if first else None
+        if m and m != model and model_key(lake.home, m) == ours and \
+                (not os.path.isabs(m) or m.startswith(prefix) or not os.path.lexists(m)):
+            out.add(m)
+    return out
+
+
 def point_done(lake: Lake, partition: str, config: str) -> bool:
     rec = lake.record(TABLE, partition)
     return bool(rec) and rec.get("config") == config and lake.is_done(TABLE, partition)
@@ -516,10 +537,17 @@ class Sampler:
         return f"sweep-{study}-{make_key(self.model)[:8]}-t{temperature:g}-n{n}"
 
     def texts(self, lake: Lake, study: str, temperature: float, base_temperature: float, n_needed: int,
-              progress: bool) -> tuple[str, list[str]]:
+              progress: bool, former: Sequence[str] = ()) -> tuple[str, list[str]]:
         """(run id, the first `n_needed` samples' texts in sample order, empty ones as ''), generating the run
-        (resumably) when needed."""
+        (resumably) when needed. `former`: other spellings the model was keyed by (`take_over_point`): a run
+        the sweep sampled under one of them, finished, is this run (the same model, temperature and samples)."""
         run_id = self.run_id_for(study, temperature, base_temperature, n_needed)
+        if run_id != self.run_id and former:
+            runs = {r["run_id"] for r in lake.read("runs").select(["run_id"]).to_pylist()}
+            if run_id not in runs:
+                olds = (replace(self, model=f).run_id_for(study, temperature, base_temperature, n_needed)
+                        for f in former)
+                run_id = next((old for old in olds if old in runs), run_id)
         if run_id != self.run_id:
             self._generate(lake, run_id, temperature, n_needed, progress)
         from ingest.lake.runs import run_generations
@@ -637,6 +665,10 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
     from ingest.progress import progress_bar
 
     points = spec.points()
+    # spellings of the model its points were keyed by before: the absolute folder (`formerly`), also in the place
+    # the warehouse was moved from (review: only the current place's was taken over; the old point was computed
+    # again and kept beside the new one)
+    former = sorted(({formerly} - {None, sampler.model}) | former_spellings(lake, spec.study, sampler.model))
     bar = progress_bar(TextColumn("[bold]mixture sweep"), TextColumn("{task.description}"), BarColumn(),
                        MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), enabled=progress)
     with bar:
@@ -648,8 +680,12 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
                       "sampler": asdict(sampler), "n_run": n_run, **({"truth_vars": truth_vars} if truth_vars else {})}
             config = point_config(params)
             part = point_partition(spec.study, sampler.model, p)
-            if formerly is not None and formerly != sampler.model and not point_done(lake, part, config):
-                take_over_point(lake, spec.study, sampler, formerly, p, params)
+            for spelling in former:  # a done point's other spelling is a second copy of it: removed
+                if point_done(lake, part, config):
+                    if lake.record(TABLE, point_partition(spec.study, spelling, p)) is not None:
+                        lake.delete(TABLE, point_partition(spec.study, spelling, p))
+                else:
+                    take_over_point(lake, spec.study, sampler, spelling, p, params)
             if point_done(lake, part, config):
                 skipped.append(p)
                 bar.advance(task)
@@ -665,7 +701,7 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
                                                            progress=False)
             clf = classifiers[ckey]
             run_id, texts = sampler.texts(lake, spec.study, c.temperature, spec.base.temperature, n_run,
-                                          progress=False)
+                                          progress=False, former=former)
             pkey = (ckey, run_id)
             if pkey not in posteriors:  # empty samples get no posterior, as in classify score (NaN rows, dropped)
                 nonempty = [i for i, t in enumerate(texts) if t.strip()]

@@ -41,6 +41,7 @@ class ScoreJob:
     dtype: str = "float32"
     scoring: str = "authors"
     recorded_model: str | None = None  # the model as rows record it (`stored_model`); default `model`
+    recorded_ref_model: str | None = None  # the reference model so recorded; default `ref_model`
 
     def __post_init__(self) -> None:
         """The options every command that scores shares (`score`, `mia-benchmark score`), checked once here."""
@@ -63,6 +64,10 @@ class ScoreJob:
     @property
     def row_model(self) -> str:
         return self.model if self.recorded_model is None else self.recorded_model
+
+    @property
+    def row_ref_model(self) -> str | None:
+        return self.ref_model if self.recorded_ref_model is None else self.recorded_ref_model
 
     def score_id(self, kind: str, item_id: str, digest: str) -> str:
         """A row's key: the model as recorded, the text (`digest`: its hash) and the convention, not the
@@ -100,7 +105,7 @@ class ScoreWorker:
                 "model": self.job.row_model, "item_id": item_id,
                 "item_kind": kind, "text_hash": h, "n_tokens": f.n_tokens, "truncated": s.truncated,
                 "loss": f.loss, "zlib_loss": f.zlib_loss, "mink": f.mink, "minkpp": f.minkpp,
-                "ref_model": self.job.ref_model,
+                "ref_model": self.job.row_ref_model,
                 "ref_loss": score_text(text, r.logprobs, r.mu, r.sigma, K_FRACTION, c).loss if r is not None else None,
                 "token_logprobs": s.logprobs, "params": self.job.params(),
             })
@@ -127,8 +132,11 @@ def score_items(lake: Lake, job: ScoreJob, items: Sequence[tuple[str, str, str]]
     items = sorted(items)
     chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
     job.convention  # an unknown convention fails before anything is read or deleted
-    job = replace(job, recorded_model=stored_model(lake.home, job.model))
-    prefix = f"score--{make_key(job.row_model, job.ref_model, *job.key_parts())[:12]}--{make_key(source)[:12]}--"
+    # the reference model too (a sandbox model in the Ref baseline): absolute, a moved warehouse scored it all again
+    job = replace(job, recorded_model=stored_model(lake.home, job.model),
+                  recorded_ref_model=None if job.ref_model is None else stored_model(lake.home, job.ref_model))
+    model_part = make_key(job.row_model, job.row_ref_model, *job.key_parts())[:12]
+    prefix = f"score--{model_part}--{make_key(source)[:12]}--"
     names = [prefix + make_key(*(f"{i}:{text_hash(t)}" for i, _, t in c))[:16] for c in chunks]
     for part in lake.partitions("text_scores"):  # chunks of an older version of this input
         if part.startswith(prefix) and part not in names:
@@ -177,16 +185,23 @@ def other_reference_partitions(lake: Lake, job: ScoreJob, source: str, prefix: s
 def take_over(lake: Lake, job: ScoreJob, part: str, names: Sequence[str], source: str) -> bool:
     """Re-record `part`, a partition of the same model (`other_reference_partitions`) under another spelling
     of it (the folder's absolute path, as lmaudit recorded it before), as this job's partition of the same
-    chunk: its scores are this job's (the same model, texts, convention and reference model), only the model's
-    name in the rows, their ids and the partition's name change. False (nothing done) for another reference
-    model, a chunk this job does not have, or one it has done: the caller deletes that partition."""
+    chunk: its scores are this job's (the same model, texts, convention and reference model, the last also
+    read by `model_key`), only the models' names in the rows, their ids and the partition's name change. False
+    (nothing done) for another reference model, a chunk this job does not have, or one it has done: the caller
+    deletes that partition."""
     ours = {n.rsplit("--", 1)[1]: n for n in names}
     name = ours.get(part.rsplit("--", 1)[1])
     rows = lake.read("text_scores", part).to_pylist()
-    if name is None or lake.is_done("text_scores", name) or any(r["ref_model"] != job.ref_model for r in rows):
+    from ingest.home import model_key
+
+    def ref_key(ref: str | None) -> str | None:
+        return None if ref is None else model_key(lake.home, ref)
+
+    ours_ref = ref_key(job.row_ref_model)
+    if name is None or lake.is_done("text_scores", name) or any(ref_key(r["ref_model"]) != ours_ref for r in rows):
         return False
-    rows = [{**r, "model": job.row_model, "score_id": job.score_id(r["item_kind"], r["item_id"], r["text_hash"])}
-            for r in rows]
+    rows = [{**r, "model": job.row_model, "ref_model": job.row_ref_model,
+             "score_id": job.score_id(r["item_kind"], r["item_id"], r["text_hash"])} for r in rows]
     with lake.transaction():
         lake.write("text_scores", name, rows, meta={"source": source})
         lake.delete("text_scores", part)
