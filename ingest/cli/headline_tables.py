@@ -38,9 +38,18 @@ def _cell(iv: Interval | None, scale: float) -> Text:
     if iv.value is None:
         return Text(iv.reason or "NULL", style="dim")
     head = _num(scale * iv.value)
+    if iv.upper_rule_of_three is not None:  # no event: the bootstrap's [0, 0] says nothing about how few
+        return Text(f"{head}\n[0, ≤{_num(scale * iv.upper_rule_of_three)}]")
     if iv.low is None or iv.high is None:
         return Text(head)
     return Text(f"{head}\n[{_num(scale * iv.low)}, {_num(scale * iv.high)}]")
+
+
+def _units(r: SettingHeadline) -> str:
+    """What the interval resamples: a prompt with all its samples, or one generation."""
+    if r.n_units_resampled is None:
+        return "-"
+    return f"{r.n_units_resampled} {'prompts' if r.unit_kind == 'prompt' else 'outputs'}"
 
 
 def _table(*cols: str, title: str) -> Table:
@@ -57,6 +66,8 @@ def print_settings(rows: list[SettingHeadline]) -> None:
     t = _table("", *(r.setting for r in rows),
                title="What each setting reproduces (value, then its 95% bootstrap interval)")
     t.add_row("generations", *(str(r.n_generations) for r in rows))
+    t.add_row("resampled units", *(_units(r) for r in rows))
+    t.add_row("degenerate, left out", *("-" if r.n_excluded is None else str(r.n_excluded) for r in rows))
     t.add_row("blank outputs %", *("-" if r.blank_rate is None else _num(100 * r.blank_rate) for r in rows),
               end_section=True)
     for metric, (name, unit) in LABELS.items():
@@ -64,9 +75,12 @@ def print_settings(rows: list[SettingHeadline]) -> None:
         t.add_row(f"{name} {unit}", *(_cell(r.metrics.get(metric), scale) for r in rows))
     console.print(t)
     console.print("  FMR: whole output found in a training document; FMR50: of >= 50 tokens; ALS: mean longest span; "
-                  "NVR: mean near-verbatim recall; R50: longest span >= 50 tokens. Blank outputs (empty or "
-                  "whitespace-only) reproduce nothing: they never count as a match but stay in every share.",
-                  style="dim")
+                  "NVR: mean near-verbatim recall; R50: longest span >= 50 tokens. Intervals resample the resampled "
+                  "units (a prompt's samples stay together): their n is that, not the generations. The metrics "
+                  "leave out degenerate outputs (repetitive or non-text); blank outputs "
+                  "(empty or whitespace-only) reproduce nothing: they never count as a match but stay in every "
+                  "share. [0, ≤x]: no event; x is the rule-of-three 95% upper bound 3/n (the bootstrap of zero "
+                  "events is [0, 0]).", style="dim")
 
 
 def print_propensity(rows: list[PropensityHeadline]) -> None:
@@ -78,12 +92,18 @@ def print_propensity(rows: list[PropensityHeadline]) -> None:
     for r in rows:
         scale, unit = (100.0, "%") if r.metric in PERCENT else (1.0, "")
         rate = (lambda v: "-" if v is None else _num(scale * v) + unit)
-        interval = "-" if r.low is None else f"[{r.low:.2f}, {r.high:.2f}]"
+        if r.pm_upper_rule_of_three is not None:  # no event in this setting: [0, 0], and what n still allows
+            interval = f"[0, ≤{r.pm_upper_rule_of_three:.2f}]"
+        else:
+            interval = "-" if r.low is None else f"[{r.low:.2f}, {r.high:.2f}]"
         pm = "-" if r.pm is None else f"{r.pm:.2f}"
         t.add_row(r.setting if r.setting != last else "", LABELS[r.metric][0], rate(r.f_p), rate(r.f_c), pm,
                   interval, r.reading)
         last = r.setting
     console.print(t)
+    if any(r.pm_upper_rule_of_three is not None for r in rows):
+        console.print("  [0, ≤x]: no event in this setting; x is the PM of f_p at its rule-of-three bound 3/n "
+                      "(f_c at its value), and the reading follows x.", style="dim")
 
 
 def print_mixture(m: MixtureHeadline) -> None:
@@ -93,6 +113,7 @@ def print_mixture(m: MixtureHeadline) -> None:
             "traced spans %")
     t = _table(*cols, title=f"Training mixture from the generations of {m.run_id} (shares in %)")
     pct = (lambda v: "-" if v is None else f"{100 * v:.1f}")
+    traced = any(r.traced_spans is not None for r in m.rows)  # a domain no long span reached: 0, not unknown
     for r in m.rows:
         if r.low is None:
             interval = Text("-")
@@ -101,8 +122,12 @@ def print_mixture(m: MixtureHeadline) -> None:
             interval = Text(f"[{100 * r.low:.1f}, {100 * r.high:.1f}]{mark}",
                             style="red" if r.covered is False else "")
         t.add_row(r.domain, pct(r.documented), *(pct(r.estimates.get(e)) for e in MIXTURE_ESTIMATORS), interval,
-                  pct(r.traced_spans))
+                  pct(r.traced_spans if r.traced_spans is not None or not traced else 0.0))
     console.print(t)
+    console.print("  traced spans %: the domains of the training documents the run's long spans were found in "
+                  "(fct_span_domains), a check beside the classifier's estimate, not an estimate: text repeated "
+                  "in training is over-represented" + ("." if traced else "; '-': the run is not traced."),
+                  style="dim")
     if m.overlap_accuracy:
         best = ", ".join(f"{e} {100 * v:.1f}" for e, v in m.overlap_accuracy.items())
         console.print(f"  overlap accuracy with the documented mixture, %: {best}", soft_wrap=False)

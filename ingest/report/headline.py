@@ -2,9 +2,14 @@
 
 Each headline is shaped so that it cannot be misread:
 - PropMe metrics per setting come with their blank-output share beside them: an empty or whitespace-only output
-  reproduces nothing (it never matches, as in PropMe's released code) but stays in every denominator.
+  reproduces nothing (it never matches, as in PropMe's released code) but stays in every denominator. Beside
+  them, what the interval resamples (prompts with their samples, or single generations) and how many
+  degenerate outputs the metrics leave out, so "160 generations" is never read as the interval's n.
+- A rate with no event has the bootstrap's [0, 0] interval (as the paper reports it); its rule-of-three upper
+  bound 3 / n comes with it, so 0 of 40 prompts is read as "at most 7.5 %", not as "none".
 - A propensity score comes with the two rates it compares and a reading in words against its interval, so
-  0.54 is never read as "as much as the attack" when the interval also admits 0.3.
+  0.54 is never read as "as much as the attack" when the interval also admits 0.3. With no event in the
+  setting the reading uses the PM that f_p's rule-of-three bound gives, not the [0, 0] interval.
 - A mixture estimate comes with its overlap accuracy against the documented mixture and with whether each
   interval covers the documented share: intervals measure sampling noise, not the model's own bias.
 Rendering (terminal tables) is the CLI's job; this module only reads.
@@ -26,6 +31,7 @@ class Interval:
     low: float | None
     high: float | None
     reason: str | None = None  # why the value is NULL
+    upper_rule_of_three: float | None = None  # no event: 3 / n, beside the bootstrap's [0, 0]
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,9 @@ class SettingHeadline:
     n_generations: int | None
     blank_rate: float | None
     metrics: dict[str, Interval]
+    n_units_resampled: int | None = None  # what the bootstrap resamples: prompts or generations (unit_kind)
+    unit_kind: str | None = None
+    n_excluded: int | None = None  # degenerate outputs the headline metrics leave out
 
 
 @dataclass(frozen=True)
@@ -48,14 +57,18 @@ class PropensityHeadline:
     low: float | None
     high: float | None
     reason: str | None
+    pm_upper_rule_of_three: float | None = None  # no event in the setting: PM at f_p's rule-of-three bound
 
     @property
     def reading(self) -> str:
-        """The score in words, from its interval: PM = 0.5 is as much as the prefix attack."""
+        """The score in words, from its interval: PM = 0.5 is as much as the prefix attack. With no event in
+        the setting the interval is [0, 0]; what the sample still allows is the rule-of-three bound's PM."""
         if self.pm is None:
             return self.reason or "not computed"
         if not self.f_p and not self.f_c:
             return "no events in either"
+        if self.pm_upper_rule_of_three is not None:
+            return "below the attack" if self.pm_upper_rule_of_three < 0.5 else "too few units to tell"
         if self.low is None or self.high is None:
             return "no interval"
         if self.high < 0.5:
@@ -103,20 +116,25 @@ def setting_headlines(con, run_ids: list[str]) -> list[SettingHeadline]:
         return []
     metrics = (*HEADLINE_METRICS, "blank_rate")
     rows = con.execute(
-        f"select run_id, setting, metric, value, ci_low, ci_high, null_reason, n_generations "
+        f"select run_id, setting, metric, value, ci_low, ci_high, null_reason, n_generations, upper_rule_of_three, "
+        f"n_units_resampled, unit_kind, n_excluded "
         f"from fct_setting_metrics where run_id in {_in(run_ids)} and metric in {_in(metrics)}",
         [*run_ids, *metrics]).fetchall()
     by_run: dict[str, dict] = {}
-    for run_id, setting, metric, value, low, high, reason, n_gen in rows:
-        r = by_run.setdefault(run_id, {"setting": setting, "n": n_gen, "m": {}})
-        r["m"][metric] = Interval(value, low, high, reason)
+    for run_id, setting, metric, value, low, high, reason, n_gen, upper, n_resampled, unit_kind, excluded in rows:
+        r = by_run.setdefault(run_id, {"setting": setting, "n": n_gen, "m": {}, "units": None, "kind": unit_kind,
+                                       "excluded": None})
+        r["m"][metric] = Interval(value, low, high, reason, upper)
         r["n"] = r["n"] if r["n"] is not None else n_gen
+        if metric == "fmr":  # the headline metrics resample the same units and leave out the same outputs
+            r["units"], r["excluded"] = n_resampled, excluded
     out = []
     for run_id in run_ids:
         if run_id in by_run:
             r = by_run[run_id]
             blank = r["m"].pop("blank_rate", None)
-            out.append(SettingHeadline(run_id, r["setting"], r["n"], None if blank is None else blank.value, r["m"]))
+            out.append(SettingHeadline(run_id, r["setting"], r["n"], None if blank is None else blank.value, r["m"],
+                                       r["units"], r["kind"], r["excluded"]))
     return out
 
 
@@ -125,7 +143,8 @@ def propensity_headlines(con, run_ids: list[str]) -> list[PropensityHeadline]:
     if not run_ids:
         return []
     rows = con.execute(
-        f"select propensity_run_id, propensity_setting, metric, f_p, f_c, pm, ci_low, ci_high, null_reason "
+        f"select propensity_run_id, propensity_setting, metric, f_p, f_c, pm, ci_low, ci_high, null_reason, "
+        f"pm_upper_rule_of_three "
         f"from fct_propensity where propensity_run_id in {_in(run_ids)} and metric in {_in(PROPENSITY_METRICS)}",
         [*run_ids, *PROPENSITY_METRICS]).fetchall()
     order = {r: i for i, r in enumerate(run_ids)}

@@ -22,20 +22,27 @@ SETTINGS = ("unconditional", "minimal_cue", "generic", "specific", "prefix")
 def con():
     c = duckdb.connect()
     c.execute("""create table fct_setting_metrics (run_id varchar, setting varchar, metric varchar, value double,
-                 ci_low double, ci_high double, null_reason varchar, n_generations integer)""")
+                 ci_low double, ci_high double, null_reason varchar, n_generations integer,
+                 upper_rule_of_three double, n_units_resampled integer, unit_kind varchar, n_excluded integer)""")
     for i, s in enumerate(SETTINGS):
         rid = f"sandbox-default-{s}"
+        prompts = s in ("generic", "specific", "prefix")
         for metric, v in (("fmr", 0.281), ("fmr50", 0.0), ("als", 12.25), ("nvr", 0.5), ("r50", 0.1),
                           ("blank_rate", 0.42 if s == "generic" else 0.0)):
-            c.execute("insert into fct_setting_metrics values (?, ?, ?, ?, ?, ?, null, 1000)",
-                      [rid, s, metric, v, v * 0.9, min(v * 1.1, 1.0 if metric != "als" else 99)])
+            upper = (3 / 40 if prompts else 3 / 1000) if metric == "fmr50" else None  # no event: 3 / n
+            c.execute("insert into fct_setting_metrics values (?, ?, ?, ?, ?, ?, null, 1000, ?, ?, ?, ?)",
+                      [rid, s, metric, v, v * 0.9, min(v * 1.1, 1.0 if metric != "als" else 99), upper,
+                       40 if prompts else 1000, "prompt" if prompts else "generation", 7 if metric != "blank_rate"
+                       else 0])
     c.execute("""create table fct_propensity (propensity_run_id varchar, propensity_setting varchar, metric varchar,
-                 f_p double, f_c double, pm double, ci_low double, ci_high double, null_reason varchar)""")
-    c.executemany("insert into fct_propensity values (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-        ("sandbox-default-generic", "generic", "fmr", 0.281, 0.238, 0.542, 0.45, 0.62, None),
-        ("sandbox-default-generic", "generic", "r50", 0.01, 0.2, 0.048, 0.01, 0.09, None),
-        ("sandbox-default-generic", "generic", "fmr50", 0.0, 0.0, 0.0, 0.0, 0.0, None),
-        ("sandbox-default-unconditional", "unconditional", "nvr", 0.9, 0.5, 0.643, 0.55, 0.7, None),
+                 f_p double, f_c double, pm double, ci_low double, ci_high double, null_reason varchar,
+                 pm_upper_rule_of_three double)""")
+    c.executemany("insert into fct_propensity values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        ("sandbox-default-generic", "generic", "fmr", 0.281, 0.238, 0.542, 0.45, 0.62, None, None),
+        ("sandbox-default-generic", "generic", "r50", 0.01, 0.2, 0.048, 0.01, 0.09, None, None),
+        ("sandbox-default-generic", "generic", "fmr50", 0.0, 0.0, 0.0, 0.0, 0.0, None, 1.0),
+        ("sandbox-default-specific", "specific", "fmr50", 0.0, 0.02, 0.0, 0.0, 0.0, None, 0.075 / 0.095),
+        ("sandbox-default-unconditional", "unconditional", "nvr", 0.9, 0.5, 0.643, 0.55, 0.7, None, None),
     ])
     c.execute("create table stg_runs (run_id varchar, model varchar)")
     c.execute("insert into stg_runs values ('sandbox-default-neutral', '/m')")
@@ -66,6 +73,12 @@ def test_readings_follow_the_interval() -> None:
     assert reading(0.54, 0.45, 0.62) == "not distinguishable"
     assert reading(0.7, 0.55, 0.8) == "above the attack"
     assert reading(0.0, 0.0, 0.0, fp=0.0, fc=0.0) == "no events in either"
+
+    def no_event(upper):  # f_p = 0 of n units: the interval is [0, 0]; the reading follows PM at 3 / n
+        return PropensityHeadline("r", "s", "fmr", 0.0, 0.31, 0.0, 0.0, 0.0, None, upper).reading
+
+    assert no_event(0.19) == "below the attack"
+    assert no_event(0.79) == "too few units to tell"  # 0 of 40 prompts against an attack rate of 2 %
     assert PropensityHeadline("r", "s", "fmr", None, None, None, None, None, "no prefix run").reading == "no prefix run"
 
 
@@ -78,7 +91,9 @@ def test_rows_keep_run_order_and_blank_share(con) -> None:
     assert set(generic.metrics) == {"fmr", "fmr50", "als", "nvr", "r50"}
     pm = propensity_headlines(con, runs)
     assert [(r.setting, r.metric) for r in pm] == [("unconditional", "nvr"), ("generic", "fmr"),
-                                                   ("generic", "fmr50"), ("generic", "r50")]
+                                                   ("generic", "fmr50"), ("generic", "r50"), ("specific", "fmr50")]
+    assert (generic.n_units_resampled, generic.unit_kind, generic.n_excluded) == (40, "prompt", 7)
+    assert generic.metrics["fmr50"].upper_rule_of_three == pytest.approx(0.075)
 
 
 def test_mixture_coverage_counts_the_documented_share(con) -> None:
@@ -100,5 +115,22 @@ def test_the_headline_fits_100_columns(con, monkeypatch) -> None:
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "-- row" not in text
     for needle in ("blank outputs %", "42", "not distinguishable", "below the attack", "overlap accuracy",
-                   "covers the documented share in 0 of 2", "misses"):
+                   "covers the documented share in 0 of 2", "misses", "40 prompts", "1000 outputs",
+                   "[0, ≤7.5]", "[0, ≤0.3]", "[0, ≤0.79]", "too few units to tell", "degenerate, left out"):
         assert needle in text, needle
+    assert "[0, 0]" not in text.replace("[0, 0]).", "")  # only the footnote names the bootstrap's [0, 0]
+
+
+def test_traced_span_domains_read_0_where_no_span_reached_them(con, monkeypatch) -> None:
+    out = Console(width=100, record=True, force_terminal=False)
+    monkeypatch.setattr(ht, "console", out)
+    ht.print_mixture(mixture_headline(con, "sandbox-default-neutral"))  # not traced: '-' and said so
+    assert "'-': the run is not traced" in out.export_text()
+    con.execute("insert into stg_trace_runs values ('t1', now())")
+    con.execute("insert into fct_span_domains values ('sandbox-default-neutral', 't1', 'code', 1.0)")
+    out = Console(width=100, record=True, force_terminal=False)
+    monkeypatch.setattr(ht, "console", out)
+    ht.print_mixture(mixture_headline(con, "sandbox-default-neutral"))
+    rows = {line.split()[0]: line.split()[-1] for line in out.export_text().splitlines()
+            if line.startswith(("code ", "docs "))}
+    assert rows == {"code": "100.0", "docs": "0.0"}

@@ -146,6 +146,11 @@ final as (
         needs_true_continuation,
         description,
         case
+            when base_metric = 'als' then 'tokens'
+            when variant = 'hits_per_prompt' then 'hits per prompt'
+            else 'fraction'
+        end as unit,
+        case
             when metric in ('nvr', 'nvr50', 'nvr_nl', 'nvr50_nl') then 'no retrieved documents'
             when metric in ('fmr20_any10_mean', 'r50_any10_mean') then 'no prompt with a hit'
             when needs_true_continuation then 'no prompt with a true continuation (not a prefix setting)'

@@ -1,6 +1,8 @@
 -- One row per (propensity run, capability run, tracing pass, base metric): PM = f_p / (f_p + f_c) with
 -- f_p and f_c beside it (0.5 = neutral), its percentile interval over independently resampled rounds
 -- (rounds with f_p + f_c = 0 skipped and counted), and f_p - f_c with its interval. NULLs carry a reason.
+-- With no event in the propensity run (f_p = 0, interval [0, 0]) the rule-of-three bound on f_p, and the PM it
+-- gives, say how much PM the sample still allows.
 with
 
 params as (
@@ -67,6 +69,7 @@ joined as (
         pm.diff,
         pm.diff_ci_low,
         pm.diff_ci_high,
+        propensity_metrics.upper_rule_of_three as f_p_upper_rule_of_three,
         propensity_metrics.n_units as n_units_p,
         capability_metrics.n_units as n_units_c,
         case
@@ -115,6 +118,12 @@ final as (
         case when joined.both_defined then joined.ci_low end as ci_low,
         case when joined.both_defined then joined.ci_high end as ci_high,
         case when joined.both_defined then joined.n_skipped_rounds end as n_skipped_rounds,
+        joined.f_p_upper_rule_of_three,
+        -- PM is increasing in f_p: at f_p's rule-of-three bound, with f_c at its estimate
+        case
+            when joined.both_defined and joined.f_p_upper_rule_of_three is not null
+                then joined.f_p_upper_rule_of_three / (joined.f_p_upper_rule_of_three + joined.f_c)
+        end as pm_upper_rule_of_three,
         case
             when joined.both_defined then joined.ci_low > 0.5 or joined.ci_high < 0.5
         end as pm_differs_from_neutral,

@@ -48,6 +48,7 @@ grid as (
         definitions.base_metric,
         definitions.variant,
         definitions.metric_kind,
+        definitions.unit,
         definitions.needs_trace,
         definitions.needs_prompts,
         definitions.empty_denominator_reason
@@ -124,6 +125,7 @@ final as (
         intervals.base_metric,
         intervals.variant,
         intervals.metric_kind,
+        intervals.unit,
         case when intervals.null_reason is null then intervals.bootstrap_value end as value,
         case
             when intervals.null_reason is not null then null
