@@ -5,7 +5,8 @@
     one model could be filed under two spellings (an old absolute place and the new relative key, or two
     old places); read as one key, their rows would be summed or duplicated. One spelling wins: the newest
     (`newest`, a timestamp column, when the table has one), then the key as written (a row written since),
-    then the greatest spelling, so the choice depends on the rows alone.
+    then the greatest spelling, so the choice depends on the rows alone. A row without a model is kept (its
+    not_null test names it).
 -#}
 {% macro one_model_spelling(relation, newest=none) -%}
     select {{ relation }}.*
@@ -24,5 +25,7 @@
                 recorded_model desc
         ) = 1
     ) as chosen
-        on {{ relation }}.model = chosen.model and {{ relation }}.recorded_model = chosen.recorded_model
+        on
+            {{ relation }}.model is not distinct from chosen.model
+            and {{ relation }}.recorded_model is not distinct from chosen.recorded_model
 {%- endmacro %}
