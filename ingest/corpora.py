@@ -29,6 +29,47 @@ def corpus_id_for(name: str) -> str:
     return make_key(name)
 
 
+def sandbox_build_command(name: str) -> str | None:
+    """The `lmaudit sandbox build ...` that registers corpus `name`, for a name that `build_and_register`
+    gives (`sandbox-<size>[-<mixture>][-canary<N>][-<N>steps][-seed<N>][-llama]`); None for any other name."""
+    import re
+
+    from ingest.sandbox.sizes import MIXTURES, SIZES
+
+    m = re.fullmatch(r"sandbox-(?P<size>[a-z]+)(?P<rest>(?:-[a-z0-9]+)*?)(?:-seed(?P<seed>\d+))?(?P<llama>-llama)?",
+                     name)
+    if m is None or m["size"] not in SIZES:
+        return None
+    rest, opts = m["rest"], []
+    if (steps := re.search(r"-(\d+)steps$", rest)) is not None:
+        rest, opts = rest[:steps.start()], [f"--steps {steps[1]}"]
+    if (canary := re.search(r"-canary(\d+)$", rest)) is not None:
+        rest, opts = rest[:canary.start()], [f"--canary-copies {canary[1]}", *opts]
+    if rest:
+        label = rest[1:]
+        weights = re.fullmatch(r"mix((?:-[a-z]+\d+)+)", label)
+        if label in MIXTURES:
+            opts.insert(0, f"--mixture {label}")
+        elif weights is not None:
+            pairs = re.findall(r"-([a-z]+)(\d+)", weights[1])
+            opts.insert(0, "--mixture " + ",".join(f"{d}={int(w) / 100:g}" for d, w in pairs))
+        else:
+            return None
+    if m["seed"]:
+        opts.append(f"--seed {m['seed']}")
+    if m["llama"]:
+        opts.append("--index-tokenizer llama-style")
+    return " ".join(["lmaudit sandbox build", f"--size {m['size']}", *opts])
+
+
+def unregistered_corpus_fix(name: str) -> str:
+    """How to register corpus `name`: the sandbox command that builds it, or an index build or attach."""
+    sandbox = sandbox_build_command(name)
+    if sandbox is not None:
+        return f"run `{sandbox}` (it builds the sandbox and registers its corpus)"
+    return f"run `lmaudit index build ... --name {name}` or `lmaudit index attach ... --name {name}`"
+
+
 def register_corpus(lake: Lake, name: str, index_dirs: list[str | Path]) -> dict[str, Any]:
     """Write (or replace) the corpus row for an index; the manifest is the source of every number."""
     from ingest.index.manifest import IndexManifest
@@ -118,8 +159,7 @@ def corpus_row(lake: Lake, name: str) -> dict[str, Any]:
     if not rows:
         known = sorted(r["name"] for r in lake.read("corpora").to_pylist())
         hint = f"known: {', '.join(known)}" if known else "none is registered yet"
-        raise UserError(f"corpus {name!r} is not registered ({hint}); run `lmaudit index build ... --name {name}` "
-                        "or `lmaudit index attach`")
+        raise UserError(f"corpus {name!r} is not registered ({hint}); {unregistered_corpus_fix(name)}")
     return {**rows[0], "index_dirs": current_index_dirs(lake, rows[0])}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import __version__
-from ingest.corpora import corpus_id_for
+from ingest.corpora import corpus_id_for, unregistered_corpus_fix
 from ingest.errors import UserError
 from ingest.home import stored_model
 from ingest.importers.records import iter_records
@@ -81,8 +81,8 @@ def import_generations(lake: Lake, file: str | Path, *, run_id: str, model: str,
         corpus_id = corpus_id_for(corpus)
         known = {r["corpus_id"] for r in lake.read("corpora").select(["corpus_id"]).to_pylist()}
         if corpus_id not in known:
-            raise UserError(f"corpus {corpus!r} is not registered; run `lmaudit index build` or "
-                            "`lmaudit index attach` first, or omit --corpus")
+            raise UserError(f"corpus {corpus!r} is not registered; {unregistered_corpus_fix(corpus)} first, or "
+                            "omit --corpus")
 
     rows: list[dict[str, Any]] = []
     prompts: dict[str, str | None] = {}
