@@ -44,6 +44,9 @@ def export(home: Path, fmt: str = "parquet", models: list[str] | None = None, ou
            publish: bool = True) -> ExportResult:
     if fmt not in ("parquet", "csv"):
         raise UserError(f"--format must be parquet or csv, not {fmt!r}")
+    from ingest.warehouse_db import require_database
+
+    require_database(home)  # before the exports folder is made: a mistyped warehouse folder stays uncreated
     out = (out or home / "exports").resolve()
     output_dir(out)
     con = connect_marts(home)

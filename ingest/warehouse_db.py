@@ -36,13 +36,26 @@ class Repointed:
     views: tuple[str, ...]
 
 
+def require_database(home: Path) -> Path:
+    """`<home>/lmaudit.duckdb`, or one line saying why there is none: a folder that is no warehouse at all (a
+    mistyped --warehouse: `lmaudit build` there would build an empty one) or a warehouse not built yet."""
+    from ingest.home import ENV_HOME
+
+    path = db_path(home)
+    if path.exists():
+        return path
+    if not (Path(home) / "lake").is_dir():
+        what = "does not exist" if not Path(home).exists() else "holds no lake"
+        raise UserError(f"no warehouse at {home} (the folder {what}); pass the warehouse you built with "
+                        f"--warehouse DIR (or ${ENV_HOME}), or make one with `lmaudit demo` or `lmaudit init`")
+    raise UserError(f"no warehouse database at {path}; run `lmaudit build` first")
+
+
 def connect_read_only(home: Path):
     """A read-only connection to `<home>/lmaudit.duckdb` whose staging views read `<home>/lake`."""
     import duckdb
 
-    path = db_path(home)
-    if not path.exists():
-        raise UserError(f"no warehouse database at {path}; run `lmaudit build` first")
+    path = require_database(home)
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.IOException as e:

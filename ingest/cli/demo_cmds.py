@@ -42,7 +42,15 @@ def demo(
     console.print("run sandbox-*-neutral: unconditional samples at temperature 1.0 (top-p 1.0) for the mixture "
                   "estimate; the PropMe runs sample at 0.7, which over-produces the model's most likely kind of "
                   "document (docs/footguns.md)")
-    console.print(f"explore: lmaudit --warehouse {st.home} sql @sql/run_overview.sql")
+    for line in next_steps(st.home):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def next_steps(home) -> list[str]:
+    """The demo's last lines: what to run next on its warehouse (from any folder: `@sql/...` is found in the
+    project's sql/ folder when the working directory has none)."""
+    return [f"query:   lmaudit --warehouse {home} sql @sql/run_overview.sql    (one row per run)",
+            f"explore: lmaudit --warehouse {home} explore    (runs, generations, spans and their training documents)"]
 
 
 def _headline(home, run_ids: list[str]) -> None:

@@ -10,8 +10,8 @@ from rich.text import Text
 
 from ingest.cli.context import console, err_console, state
 from ingest.errors import StepFailed, UserError
-from ingest.home import db_path
 from ingest.sql_output import printable
+from ingest.warehouse_db import require_database
 
 
 def init(ctx: typer.Context) -> None:
@@ -55,7 +55,8 @@ def fail_build(result, home) -> None:
 
 def sql(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="SQL over the warehouse, e.g. \"select * from stg_runs\"; or @file.sql.")],
+    query: Annotated[str, typer.Argument(help="SQL over the warehouse, e.g. \"select * from stg_runs\"; or @file.sql (@sql/NAME.sql: "
+                                    "the project's ready queries, found from any folder).")],
     max_rows: Annotated[int, typer.Option(help="Rows to print (the query itself is not limited).")] = 50,
     csv: Annotated[bool, typer.Option("--csv", help="Same as --format csv.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table (default, for the terminal), or for pipes and files: "
@@ -70,16 +71,11 @@ def sql(
     import duckdb
 
     st = state(ctx)
-    path = db_path(st.home)
-    if not path.exists():
-        raise UserError(f"no warehouse database at {path}; run `lmaudit build` first")
+    path = require_database(st.home)
     if query.startswith("@"):
-        from pathlib import Path
+        from ingest.sql_files import read_query_file
 
-        qfile = Path(query[1:])
-        if not qfile.exists():
-            raise UserError(f"query file {qfile} not found")
-        query = qfile.read_text()
+        query = read_query_file(query[1:])  # `@sql/NAME.sql`: the project's ready queries, from any folder
     if not query.strip():
         raise UserError("the query is empty; give SQL, e.g. lmaudit sql \"select * from stg_runs\", or @file.sql")
     from ingest.sql_guard import open_read_only
@@ -145,13 +141,15 @@ def export(
     ctx: typer.Context,
     format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
     models: Annotated[list[str] | None, typer.Option("--models", "-m", help="Marts to export (default: every fct_/dim_ table).")] = None,
-    no_publish: Annotated[bool, typer.Option(help="Skip the read-only published copy of the database.")] = False,
+    publish: Annotated[bool, typer.Option("--publish/--no-publish", help="Also write the read-only published copy "
+                                          "of the database (--no-publish skips it).")] = True,
 ) -> None:
     """Export marts to <warehouse>/exports for BI tools, plus a read-only copy of the database."""
     from ingest.export import export as run_export
 
     st = state(ctx)
-    res = run_export(st.home, format, models or None, publish=not no_publish)
+    require_database(st.home)  # before the exports folder is made: a mistyped --warehouse stays uncreated
+    res = run_export(st.home, format, models or None, publish=publish)
     for f in res.files:
         console.print(f"wrote {f}")
     if res.published:
@@ -168,6 +166,7 @@ def report(
     from ingest.report.build import build_report
 
     st = state(ctx)
+    require_database(st.home)  # before the report folder is made: a mistyped --warehouse stays uncreated
     r = build_report(st.home, Path(out) if out else None)
     console.print(f"report: {r.html} ({len(r.images)} figures)")
     for s in r.skipped:

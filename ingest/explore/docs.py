@@ -43,8 +43,9 @@ def generate_docs(home: Path, out: Path) -> DocsSite:
 
     from ingest.build import build_lock, run_dbt
 
-    if not db_path(home).exists():
-        raise UserError(f"no warehouse database at {db_path(home)}; run `lmaudit build` first")
+    from ingest.warehouse_db import require_database
+
+    require_database(home)
     out = out.resolve()
     claim_docs_folder(out)  # before dbt runs: a refused folder costs nothing
     with build_lock(home):

@@ -55,7 +55,10 @@ def test_export_errors(home: Path, built: Path) -> None:
     with pytest.raises(UserError, match="parquet or csv"):
         export(built, "xlsx")
     with pytest.raises(UserError, match="run `lmaudit build` first"):
-        export(home.parent / "empty", "parquet")
+        export(home, "parquet")  # a warehouse not built yet
+    with pytest.raises(UserError, match="no warehouse at .*does not exist"):
+        export(home.parent / "empty", "parquet")  # no warehouse at all (a mistyped --warehouse)
+    assert not (home.parent / "empty").exists()
 
 
 def test_report_is_self_contained(built: Path, tmp_path: Path) -> None:
