@@ -18,7 +18,7 @@ def contamination(
     index: Annotated[list[Path] | None, typer.Option(help="Or index folder(s) instead of --corpus.")] = None,
     model: Annotated[str | None, typer.Option(help="Model to prefix-attack with each item's input (greedy).")] = None,
     backend: Annotated[str, typer.Option(help="Generation backend for --model: hf (default) or vllm.")] = "hf",
-    device: Annotated[str, typer.Option(help="hf backend device: auto, cpu or cuda.")] = "cpu",
+    device: Annotated[str, typer.Option(help="hf backend device: auto (cuda when torch sees a GPU, else cpu), cpu or cuda.")] = "auto",
     name: Annotated[str | None, typer.Option(help="Benchmark name (default: the file name without suffix).")] = None,
 ) -> None:
     """Trace a benchmark's items against the corpus; with --model, ask whether the model reproduces answers.

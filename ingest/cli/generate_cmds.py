@@ -14,7 +14,9 @@ def generate(
     ctx: typer.Context,
     model: Annotated[str, typer.Option(help="Model folder (save_pretrained) or hub name.")],
     corpus: Annotated[str, typer.Option(help="Registered training corpus whose prompts to use.")],
-    settings: Annotated[str, typer.Option(help="Comma-separated settings.")] = "unconditional,minimal_cue,generic,specific,prefix",
+    settings: Annotated[str, typer.Option(
+        help="Comma-separated settings: unconditional, minimal_cue, generic, specific, prefix.",
+        show_default="all five")] = "unconditional,minimal_cue,generic,specific,prefix",
     backend: Annotated[str, typer.Option(help="hf (transformers, CPU default) or vllm (GPU).")] = "hf",
     n_samples: Annotated[int, typer.Option(help="Samples per prompt (generic, specific, prefix).")] = 10,
     n_generations: Annotated[int, typer.Option(
@@ -22,9 +24,11 @@ def generate(
              "--n`).")] = 10_000,
     max_prompts: Annotated[int | None, typer.Option(help="Use at most this many prompts per setting.")] = None,
     prompt_set: Annotated[str | None, typer.Option(help="Prompt set id (prefix) to use; default: the latest built.")] = None,
-    temperature: Annotated[float, typer.Option()] = 0.7,
-    top_p: Annotated[float, typer.Option()] = 0.95,
-    max_new_tokens: Annotated[int, typer.Option()] = 256,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.7,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling: sample from the most likely tokens whose "
+                                              "probabilities add up to this (1.0: all tokens).")] = 0.95,
+    max_new_tokens: Annotated[int, typer.Option(help="Tokens generated at most per sample (fewer when it ends "
+                                                     "with the end-of-text token or reaches the model's context).")] = 256,
     seed_base: Annotated[int, typer.Option(help="Sample g uses seed seed_base + g.")] = 42,
     batch_size: Annotated[int, typer.Option(help="Samples per forward pass (hf).")] = 32,
     threads: Annotated[int, typer.Option(help="torch threads (hf); 1 is fastest for small models on a busy machine.")] = 1,

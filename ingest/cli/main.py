@@ -6,6 +6,7 @@ exit 1; anything else is a bug: one line naming the file in `<warehouse>/logs/` 
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -73,6 +74,27 @@ def _register_optional() -> None:
 
 
 _register_optional()
+
+
+def flow_paragraphs(text: str) -> str:
+    """A command's help with the docstring's line breaks taken out of every paragraph after the first (the
+    first is the one-line summary). typer's rich help keeps them, so at any width other than the source's a
+    paragraph broke mid-sentence ('... and its continuation' / 'is checked against ...')."""
+    first, *rest = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join([first, *(p if p.startswith("\b") else " ".join(p.split()) for p in rest)])
+
+
+def _flow_help(typer_app: typer.Typer) -> None:
+    """`flow_paragraphs` for every command's docstring (a help= given explicitly is left as written)."""
+    for info in typer_app.registered_commands:
+        doc = inspect.getdoc(info.callback) if info.help is None else None
+        if doc:
+            info.help = flow_paragraphs(doc)
+    for group in typer_app.registered_groups:
+        _flow_help(group.typer_instance)
+
+
+_flow_help(app)
 
 
 def _click_like(e: BaseException) -> bool:

@@ -48,7 +48,7 @@ def score(
     ref_model: Annotated[str | None, typer.Option(help="A second model for the 'Ref' baseline (loss ratio).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 8,
     chunk_size: Annotated[int, typer.Option(help="Texts per lake partition (the unit of resuming).")] = 64,
-    device: Annotated[str, typer.Option(help="cpu, cuda or auto.")] = "cpu",
+    device: Annotated[str, typer.Option(help="auto (cuda when torch sees a GPU, else cpu), cpu or cuda.")] = "auto",
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     scoring: Annotated[str, typer.Option(help="authors or lmaudit (as `lmaudit score --scoring`).")] = "authors",
 ) -> None:

@@ -13,7 +13,8 @@ from ingest.generate.presets import PRESETS
 
 _NEUTRAL_N = PRESETS["neutral"].n_generations
 
-app = typer.Typer(help="Training-mixture estimates that need no generations, and documented mixtures.",
+app = typer.Typer(help="More mixture estimates: from a tokenizer's merges (no generations), LLMSurgeon's sweeps "
+                       "and injection (these generate); documented mixtures.",
                   no_args_is_help=True)
 documented_app = typer.Typer(help="Documented training mixtures (what a model's report says it was trained on).",
                              no_args_is_help=True)

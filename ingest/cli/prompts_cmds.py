@@ -27,7 +27,9 @@ def build(
     file: Annotated[Path | None, typer.Option(help="Sentence file for generic/specific.")] = None,
     match_file: Annotated[Path | None, typer.Option(help="For specific: the generic sentence file to length-match against.")] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
-    no_leakage_filter: Annotated[bool, typer.Option(help="Keep sentences found in the training corpus.")] = False,
+    leakage_filter: Annotated[bool, typer.Option(
+        "--leakage-filter/--no-leakage-filter",
+        help="Drop sentences found in the training corpus (--no-leakage-filter keeps them).")] = True,
 ) -> None:
     """Build prompt sets and report what the leakage filter removed."""
     from ingest.prompts.build import build_prompt_set
@@ -35,7 +37,7 @@ def build(
     for s in setting:
         count = n if n is not None else (MINIMAL_CUE_DRAWS if s == "minimal_cue" else PROMPTS_PER_SETTING)
         ps, notes = build_prompt_set(state(ctx).lake, corpus, s, n=count, lang=lang, seed=seed, file=file,
-                                     match_file=match_file, check_leakage=not no_leakage_filter)
+                                     match_file=match_file, check_leakage=leakage_filter)
         removed = sum(ps.dropped.values())
         console.print(f"{s}: {len(ps.kept)} prompts kept, {removed} removed by the leakage filter"
                       + "".join(f"; {k}: {v}" for k, v in ps.dropped.items()) + "".join(f"; {x}" for x in notes))
@@ -63,7 +65,9 @@ def specific(
                                           "--embedder-param path=DIR pooling=last).")] = "lsa",
     embedder_param: Annotated[list[str], typer.Option(help="KEY=VALUE for the embedder; repeatable.")] = [],
     training_docs: Annotated[int, typer.Option(help="Training documents per sample (selection, evaluation).")] = 10_000,
-    no_leakage_filter: Annotated[bool, typer.Option(help="Keep sentences found in the training corpus.")] = False,
+    leakage_filter: Annotated[bool, typer.Option(
+        "--leakage-filter/--no-leakage-filter",
+        help="Drop sentences found in the training corpus (--no-leakage-filter keeps them).")] = True,
 ) -> None:
     """Build the specific setting's prompts: source sentences close to the training data.
 
@@ -77,7 +81,7 @@ def specific(
         quality=quality, quality_params=parse_key_values(quality_param, "--quality-param", "path=DIR", dashes=True),
         min_quality=min_quality, embedder=embedder,
         embedder_params=parse_key_values(embedder_param, "--embedder-param", "path=DIR", dashes=True),
-        n_training_docs=training_docs, check_leakage=not no_leakage_filter)
+        n_training_docs=training_docs, check_leakage=leakage_filter)
     r = build_specific_prompts(state(ctx).lake, corpus, req, progress=True)
     console.print(f"specific: {r.kept} prompts kept, {sum(r.dropped.values())} removed by the leakage filter"
                   + "".join(f"; {x}" for x in r.notes))

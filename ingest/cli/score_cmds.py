@@ -17,7 +17,7 @@ def score(
     ref_model: Annotated[str | None, typer.Option(help="A second model for the 'Ref' baseline (loss ratio).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 8,
     chunk_size: Annotated[int, typer.Option(help="Texts per lake partition (the unit of resuming).")] = 64,
-    device: Annotated[str, typer.Option(help="cpu, cuda or auto.")] = "cpu",
+    device: Annotated[str, typer.Option(help="auto (cuda when torch sees a GPU, else cpu), cpu or cuda.")] = "auto",
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     executor: Annotated[str, typer.Option(help="local or ray.")] = "local",
     workers: Annotated[int, typer.Option(help="Workers, each loading the model.")] = 1,
