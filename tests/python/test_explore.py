@@ -242,7 +242,12 @@ def test_cli_modes_and_errors(warehouse, tmp_path) -> None:
     assert p.returncode == 2 and "either --serve or --out" in p.stderr
     p = run_cli("explore", "--run", "nope", "--out", str(tmp_path / "x"), home=warehouse)
     assert p.returncode == 2 and "unknown run(s) nope" in p.stderr and "Traceback" not in p.stderr
-    p = run_cli("explore", "--out", str(tmp_path / "x"), home=tmp_path / "empty")
+    p = run_cli("explore", "--out", str(tmp_path / "x"), home=tmp_path / "empty")  # a mistyped folder
+    assert p.returncode == 2 and "no warehouse at" in p.stderr and not (tmp_path / "empty").exists()
+    from ingest.lake import Lake
+
+    Lake(tmp_path / "unbuilt").init()
+    p = run_cli("explore", "--out", str(tmp_path / "x"), home=tmp_path / "unbuilt")  # a warehouse not built yet
     assert p.returncode == 2 and "lmaudit build" in p.stderr
     p = run_cli("explore", "--run", "r_pre", "--out", str(tmp_path / "site"), home=warehouse, check=True)
     assert "3 generations" in p.stdout
