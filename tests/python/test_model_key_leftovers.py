@@ -249,6 +249,15 @@ def test_runs_of_an_outside_folder_and_the_warehouses_namesake_are_two_models(tm
         echo_run(lake, home / "models" / "lm")
 
 
+def legacy_relative_run(lake: Lake, model: str) -> None:
+    """A run of `model` (a folder relative to the working directory) recorded as an earlier lmaudit did: the
+    relative path as given, in the row and in its fingerprint."""
+    spec, units, _ = echo_run(lake, Path(model))
+    (row,) = lake.read("runs").to_pylist()
+    lake.write("runs", "run--r", [{**row, "model": model, "tokenizer": model, "sampling_params": json.dumps(
+        {**json.loads(row["sampling_params"]), "fingerprint": spec.fingerprint(units, model)})}])
+
+
 def test_a_run_recorded_with_a_relative_outside_folder_resumes_and_is_re_recorded_absolute(
         tmp_path: Path, monkeypatch) -> None:
     """A run an earlier lmaudit recorded with `--model models/lm` as given (relative, outside the warehouse)
@@ -259,10 +268,7 @@ def test_a_run_recorded_with_a_relative_outside_folder_resumes_and_is_re_recorde
     (work / "models" / "lm").mkdir(parents=True)
     monkeypatch.chdir(work)
     lake = Lake(home)
-    spec, units, _ = echo_run(lake, Path("models/lm"))
-    (row,) = lake.read("runs").to_pylist()
-    lake.write("runs", "run--r", [{**row, "model": "models/lm", "tokenizer": "models/lm", "sampling_params": json.dumps(
-        {**json.loads(row["sampling_params"]), "fingerprint": spec.fingerprint(units, "models/lm")})}])
+    legacy_relative_run(lake, "models/lm")
     for _ in range(2):
         _, _, again = echo_run(lake, Path("models/lm"))
         assert again.n_chunks_skipped == 2

@@ -169,6 +169,7 @@ def test_a_legacy_relative_run_of_an_outside_folder_resumes_although_the_warehou
     """76e985a's own case: the warehouse has `models/lm`, and a run of /work/models/lm was recorded before as
     `models/lm` (given relative from /work). Resumed from /work as the commit says it resumes, it is refused
     ('other parameters'): model_location(recorded) is the warehouse's folder, not the one given."""
+    from tests.python.test_model_key_leftovers import legacy_relative_run
     from tests.python.test_moved_warehouse_model import echo_run
 
     home = tmp_path / "wh"
@@ -177,10 +178,7 @@ def test_a_legacy_relative_run_of_an_outside_folder_resumes_although_the_warehou
     (work / "models" / "lm").mkdir(parents=True)
     monkeypatch.chdir(work)
     lake = Lake(home)
-    spec, units, _ = echo_run(lake, Path("models/lm"))
-    (row,) = lake.read("runs").to_pylist()
-    lake.write("runs", "run--r", [{**row, "model": "models/lm", "tokenizer": "models/lm", "sampling_params": json.dumps(
-        {**json.loads(row["sampling_params"]), "fingerprint": spec.fingerprint(units, "models/lm")})}])
+    legacy_relative_run(lake, "models/lm")
     _, _, again = echo_run(lake, Path("models/lm"))
     assert again.n_chunks_skipped == 2
 
