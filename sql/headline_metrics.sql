@@ -1,7 +1,9 @@
 -- The headline table: FMR (beside FMR20, FMR50, FMR without blank outputs and their share), ALS, NVR and R50
 -- per PropMe run with 95% bootstrap intervals; where a value cannot be computed, why. `unit`: fraction (0 to 1;
 -- `lmaudit demo` prints these as %), tokens (ALS). A rate with no event has the bootstrap's [0, 0] and, beside
--- it, the rule-of-three bound 3 / n_units. n_units: the units the interval resamples (prompts or generations).
+-- it, the rule-of-three bound 3 / n_units. n_units: the units (prompts or generations) with an output the metric
+-- counts, the n of 3 / n; n_units_resampled: all the units the interval resamples (a unit whose outputs are all
+-- degenerate is resampled but can hold no event).
 -- Run: lmaudit sql @sql/headline_metrics.sql
 with
 
@@ -23,7 +25,8 @@ final as (
             when ci_low is not null then printf('[%.4f, %.4f]', ci_low, ci_high)
             else null_reason
         end as ci_95_or_reason,
-        n_units_resampled as n_units,
+        n_units,
+        n_units_resampled,
         unit_kind,
         n_excluded
     from metrics

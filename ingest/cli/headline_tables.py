@@ -103,7 +103,7 @@ def print_propensity(rows: list[PropensityHeadline]) -> None:
     console.print(t)
     if any(r.pm_upper_rule_of_three is not None for r in rows):
         console.print("  [0, ≤x]: no event in this setting; x is the PM of f_p at its rule-of-three bound 3/n "
-                      "(f_c at its value), and the reading follows x.", style="dim")
+                      "(f_c at its interval's low end), and the reading follows x.", style="dim")
 
 
 def print_mixture(m: MixtureHeadline) -> None:

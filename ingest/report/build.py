@@ -15,7 +15,7 @@ from ingest.report.figures import FIGURES
 HEADLINE_SQL = """
 select run_id, model_name, setting, metric, unit, round(value, 4) as value, round(ci_low, 4) as ci_low,
        round(ci_high, 4) as ci_high, round(upper_rule_of_three, 4) as upper_rule_of_three,
-       n_units_resampled as n_units, unit_kind, n_excluded, null_reason
+       n_units, n_units_resampled, unit_kind, n_excluded, null_reason
 from fct_setting_metrics where metric in ('fmr', 'fmr20', 'fmr_nonblank', 'als', 'nvr', 'r50')
 order by model_name, setting, run_id, metric
 """

@@ -70,6 +70,7 @@ joined as (
         pm.diff_ci_low,
         pm.diff_ci_high,
         propensity_metrics.upper_rule_of_three as f_p_upper_rule_of_three,
+        capability_metrics.ci_low as f_c_ci_low,
         propensity_metrics.n_units as n_units_p,
         capability_metrics.n_units as n_units_c,
         case
@@ -119,10 +120,13 @@ final as (
         case when joined.both_defined then joined.ci_high end as ci_high,
         case when joined.both_defined then joined.n_skipped_rounds end as n_skipped_rounds,
         joined.f_p_upper_rule_of_three,
-        -- PM is increasing in f_p: at f_p's rule-of-three bound, with f_c at its estimate
+        -- PM is increasing in f_p and decreasing in f_c: at f_p's rule-of-three bound, with f_c at the low end of
+        -- its interval (f_c at its estimate would leave out the attack rate's own noise)
         case
             when joined.both_defined and joined.f_p_upper_rule_of_three is not null
-                then joined.f_p_upper_rule_of_three / (joined.f_p_upper_rule_of_three + joined.f_c)
+                then
+                    joined.f_p_upper_rule_of_three
+                    / (joined.f_p_upper_rule_of_three + coalesce(joined.f_c_ci_low, joined.f_c))
         end as pm_upper_rule_of_three,
         case
             when joined.both_defined then joined.ci_low > 0.5 or joined.ci_high < 0.5
