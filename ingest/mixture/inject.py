@@ -13,7 +13,6 @@ samples (the `neutral` preset's recipe); every estimator's estimate lands in `mi
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from dataclasses import dataclass
@@ -23,8 +22,8 @@ from typing import Callable
 from ingest.errors import UserError
 from ingest.lake import Lake, make_key
 from ingest.mixture.sweep import (NEUTRAL, GridPoint, PointConfig, Sampler, TrainedClassifier, documented_truth,
-                                  load_references, point_done, point_partition, point_rows, train_point_classifier,
-                                  TABLE)
+                                  former_spellings, load_references, point_config, point_done, point_partition,
+                                  point_rows, take_over_spellings, train_point_classifier, TABLE)
 
 DEFAULT_SHARES = (0.0, 0.05, 0.10, 0.20)  # the paper's 5, 10, 20 % and a control without the domain (CLI help)
 # Training steps per model: the tiny mixture models imitate their data well enough for mixture recovery at
@@ -171,18 +170,26 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
     ref_key = make_key(*refs.ids.tolist())
     base = PointConfig()  # tfidf, every reference document, the neutral preset's temperature
     computed, skipped, models = [], [], {}
+    from ingest.home import stored_model
+
     for s in plan.shares:
         paths, corpus = boxes[s]
-        model = str(paths.model_dir)
+        # the model as its runs record it keys the points (relative: the same key after the warehouse moves, and
+        # no row names its place); Sampler loads a relative key from this warehouse. Points keyed by the absolute
+        # folder (before 2026-12-07), here or where the warehouse was moved from, are taken over, not redone.
+        model = stored_model(home, str(paths.model_dir))
         models[s] = model
+        former = sorted(({str(Path(paths.model_dir).resolve())} - {model})
+                        | former_spellings(lake, study, model))
         point = GridPoint("inject", f"{s:g}", base)
         sampler = Sampler(model=model, corpus=corpus, n_generations=n_generations)
         params = {"plan": {"domain": plan.domain, "share": s, "mixture": plan.mixture_spec(s), "size": plan.size,
                            "steps": plan.steps, "seed": plan.seed}, "estimators": list(estimators),
                   "references": ref_key, "n_generations": n_generations, "backend": base.backend,
                   **({"truth_vars": truth_vars} if truth_vars else {})}
-        config = make_key(json.dumps(params, sort_keys=True, default=str))
+        config = point_config(params)
         part = point_partition(study, model, point)
+        take_over_spellings(lake, study, model, former, point, params, lambda f: params)  # params omit the model
         if point_done(lake, part, config):
             skipped.append(s)
             continue
@@ -192,7 +199,7 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
             timings["classifier"] = time.perf_counter() - t
         t = time.perf_counter()
         run_id, texts = sampler.texts(lake, study + f"-{s:g}", base.temperature, -1.0, n_generations,
-                                      progress=progress)
+                                      progress=progress, former=former)
         nonempty = [x for x in texts if x.strip()]
         gen = clf.crossfit.posteriors(nonempty)
         documented, truth_source = documented_truth(lake, model, aliases)

@@ -446,26 +446,38 @@ def point_config(params: dict) -> str:
     return make_key(json.dumps(params, sort_keys=True, default=str))
 
 
-def take_over_point(lake: Lake, study: str, sampler: Sampler, formerly: str, point: GridPoint,
-                    params: dict) -> None:
-    """The point as a sweep of `formerly` wrote it (the model's absolute folder, as `mixture sweep --model`
-    keyed a folder inside the warehouse before it recorded it relative), re-recorded under `sampler.model`
-    when it was computed with these settings (only the model's name in the rows, their ids and params change:
-    the point is done), else removed: a rerun replaces a point, and two spellings of one model would be two
-    models in fct_mixture_sweeps."""
+def take_over_point(lake: Lake, study: str, model: str, formerly: str, point: GridPoint, params: dict,
+                    old_params: dict) -> None:
+    """The point as a sweep of `formerly` wrote it (the model's absolute folder, as `mixture sweep --model` and
+    `mixture inject` keyed a folder inside the warehouse before they recorded it relative), re-recorded under
+    `model` when it was computed with these settings (`old_params`: `params` as that spelling wrote them; only
+    the model's name in the rows, their ids and params change: the point is done), else removed: a rerun
+    replaces a point, and two spellings of one model would be two models in fct_mixture_sweeps."""
     old = point_partition(study, formerly, point)
     if lake.record(TABLE, old) is None:
         return
-    old_params = {**params, "sampler": asdict(replace(sampler, model=formerly))}
-    rows = [{**r, "model": sampler.model, "params": json.dumps(params, sort_keys=True, default=str),
-             "sweep_row_id": sweep_row_id(study, sampler.model, point, r["estimator"], r["domain"])}
+    rows = [{**r, "model": model, "params": json.dumps(params, sort_keys=True, default=str),
+             "sweep_row_id": sweep_row_id(study, model, point, r["estimator"], r["domain"])}
             for r in lake.read(TABLE, old).to_pylist()] if point_done(lake, old, point_config(old_params)) else []
     with lake.transaction():
         if rows:
-            lake.write(TABLE, point_partition(study, sampler.model, point), rows,
+            lake.write(TABLE, point_partition(study, model, point), rows,
                        meta={"config": point_config(params), "study": study, "axis": point.axis,
                              "value": point.value})
         lake.delete(TABLE, old)
+
+
+def take_over_spellings(lake: Lake, study: str, model: str, former: Sequence[str], point: GridPoint,
+                        params: dict, old_params: Callable[[str], dict]) -> None:
+    """Every former spelling's copy of a point (`take_over_point`): when the point is done under `model`, the
+    others are second copies and removed; else the first done one is re-recorded under `model`."""
+    part, config = point_partition(study, model, point), point_config(params)
+    for spelling in former:
+        if point_done(lake, part, config):
+            if lake.record(TABLE, point_partition(study, spelling, point)) is not None:
+                lake.delete(TABLE, point_partition(study, spelling, point))
+        else:
+            take_over_point(lake, study, model, spelling, point, params, old_params(spelling))
 
 
 def former_spellings(lake: Lake, study: str, model: str) -> set[str]:
@@ -680,12 +692,8 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
                       "sampler": asdict(sampler), "n_run": n_run, **({"truth_vars": truth_vars} if truth_vars else {})}
             config = point_config(params)
             part = point_partition(spec.study, sampler.model, p)
-            for spelling in former:  # a done point's other spelling is a second copy of it: removed
-                if point_done(lake, part, config):
-                    if lake.record(TABLE, point_partition(spec.study, spelling, p)) is not None:
-                        lake.delete(TABLE, point_partition(spec.study, spelling, p))
-                else:
-                    take_over_point(lake, spec.study, sampler, spelling, p, params)
+            take_over_spellings(lake, spec.study, sampler.model, former, p, params,
+                                lambda f: {**params, "sampler": asdict(replace(sampler, model=f))})
             if point_done(lake, part, config):
                 skipped.append(p)
                 bar.advance(task)
