@@ -79,8 +79,8 @@ def print_settings(rows: list[SettingHeadline]) -> None:
                   "units (a prompt's samples stay together): their n is that, not the generations. The metrics "
                   "leave out degenerate outputs (repetitive or non-text); blank outputs "
                   "(empty or whitespace-only) reproduce nothing: they never count as a match but stay in every "
-                  "share. [0, ≤x]: no event; x is the rule-of-three 95% upper bound 3/n (the bootstrap of zero "
-                  "events is [0, 0]).", style="dim")
+                  "share. [0, ≤x]: no event; x is the rule-of-three 95% upper bound 3/n, n the resampled units with an "
+                  "output counted (the bootstrap of zero events is [0, 0]).", style="dim")
 
 
 def print_propensity(rows: list[PropensityHeadline]) -> None:

@@ -182,10 +182,6 @@ def test_report_gives_the_n_of_its_3_over_n(con) -> None:
             assert row["upper_rule_of_three"] == pytest.approx(min(1, 3 / row["n_units"]), abs=1e-4), row
 
 
-@pytest.mark.xfail(strict=True, reason="judgement: pm_differs_from_neutral follows the bootstrap's [0, 0] "
-                   "(its documented meaning, 'the PM interval excludes 0.5'), so fct_propensity says a zero-event "
-                   "PM differs from neutral where its own rule-of-three bound and the demo's reading say too few "
-                   "units to tell")
 def test_differs_from_neutral_agrees_with_the_rule_of_three_reading(con) -> None:
     r = propensity(con, "spec", "fmr")  # u = 3/39 = 0.077 against f_c 0.05 (0.0125 at its low end)
     assert r["pm_upper_rule_of_three"] >= 0.5 and headline(r).reading == "too few units to tell"

@@ -70,7 +70,13 @@ joined as (
         pm.diff_ci_low,
         pm.diff_ci_high,
         propensity_metrics.upper_rule_of_three as f_p_upper_rule_of_three,
-        capability_metrics.ci_low as f_c_ci_low,
+        -- PM is increasing in f_p and decreasing in f_c: at f_p's rule-of-three bound, with f_c at the low end of
+        -- its interval (f_c at its estimate would leave out the attack rate's own noise)
+        propensity_metrics.upper_rule_of_three
+        / (
+            propensity_metrics.upper_rule_of_three
+            + coalesce(capability_metrics.ci_low, capability_metrics.value)
+        ) as pm_at_rule_of_three,
         propensity_metrics.n_units as n_units_p,
         capability_metrics.n_units as n_units_c,
         case
@@ -120,16 +126,13 @@ final as (
         case when joined.both_defined then joined.ci_high end as ci_high,
         case when joined.both_defined then joined.n_skipped_rounds end as n_skipped_rounds,
         joined.f_p_upper_rule_of_three,
-        -- PM is increasing in f_p and decreasing in f_c: at f_p's rule-of-three bound, with f_c at the low end of
-        -- its interval (f_c at its estimate would leave out the attack rate's own noise)
+        case when joined.both_defined then joined.pm_at_rule_of_three end as pm_upper_rule_of_three,
+        -- with no event the bootstrap's [0, 0] excludes 0.5 whatever the sample size: the rule-of-three PM decides,
+        -- as the demo's reading does
         case
-            when joined.both_defined and joined.f_p_upper_rule_of_three is not null
-                then
-                    joined.f_p_upper_rule_of_three
-                    / (joined.f_p_upper_rule_of_three + coalesce(joined.f_c_ci_low, joined.f_c))
-        end as pm_upper_rule_of_three,
-        case
-            when joined.both_defined then joined.ci_low > 0.5 or joined.ci_high < 0.5
+            when not joined.both_defined or joined.ci_low is null then null
+            when joined.pm_at_rule_of_three is not null then joined.pm_at_rule_of_three < 0.5
+            else joined.ci_low > 0.5 or joined.ci_high < 0.5
         end as pm_differs_from_neutral,
         case when joined.both_defined then joined.diff end as diff,
         case when joined.both_defined then joined.diff_ci_low end as diff_ci_low,
