@@ -74,8 +74,10 @@ class ScoreJob:
         reference model (the model's own scores do not change with it)."""
         return make_key(self.row_model, kind, item_id, digest, *self.key_parts())
 
-    def params(self) -> str:
-        return json.dumps({"k": K_FRACTION, "batch_size": self.batch_size, "device": self.device,
+    def params(self, device: str | None = None) -> str:
+        """A row's `params`: how it was scored. `device`: the one the scorer ran on (`--device auto` resolved),
+        default the one asked for."""
+        return json.dumps({"k": K_FRACTION, "batch_size": self.batch_size, "device": device or self.device,
                            "dtype": self.dtype, **self.convention.params()}, sort_keys=True)
 
 
@@ -107,7 +109,7 @@ class ScoreWorker:
                 "loss": f.loss, "zlib_loss": f.zlib_loss, "mink": f.mink, "minkpp": f.minkpp,
                 "ref_model": self.job.row_ref_model,
                 "ref_loss": score_text(text, r.logprobs, r.mu, r.sigma, K_FRACTION, c).loss if r is not None else None,
-                "token_logprobs": s.logprobs, "params": self.job.params(),
+                "token_logprobs": s.logprobs, "params": self.job.params(str(self.scorer.device)),
             })
         return rows
 

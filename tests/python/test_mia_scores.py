@@ -113,3 +113,17 @@ def test_scoring_again_with_a_reference_model_replaces_the_rows_without_one(mini
     assert all(r["loss"] == pytest.approx(without[r["score_id"]]["loss"], rel=1e-6) for r in rows)
     run_cli("score", "--model", model, "--run", "r", "--scoring", "lmaudit", home=home, check=True)
     assert lake.read("text_scores").num_rows == 6  # another convention is another key: kept side by side
+
+
+def test_score_rows_record_the_device_they_ran_on_not_auto(mini_stack, home) -> None:
+    """`--device auto` (the default) is resolved by the scorer; a row's params name the device it ran on, so
+    scores from a GPU machine and from this one can be told apart."""
+    import torch
+
+    from ingest.score.run import ScoreJob, score_items
+
+    lake = Lake(home)
+    items = [(f"d{i}", "reference", d["text"][:200]) for i, d in enumerate(mini_stack["docs"][:2])]
+    score_items(lake, ScoreJob(str(mini_stack["model"]), device="auto"), items, "reference", progress=False)
+    devices = {json.loads(r["params"])["device"] for r in lake.read("text_scores").to_pylist()}
+    assert devices == {"cuda" if torch.cuda.is_available() else "cpu"}

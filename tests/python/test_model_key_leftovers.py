@@ -33,7 +33,7 @@ class _Scorer:
     scored: list[int] = []
 
     def __init__(self, model: str, **kw) -> None:
-        self.limit = 512
+        self.limit, self.device = 512, "cpu"
 
     def encode(self, text: str) -> tuple[list[int], bool]:
         return [0] + [1] * len(text.split()), False
