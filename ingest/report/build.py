@@ -50,7 +50,10 @@ def _table(con, sql: str) -> str:
 
 
 def build_report(home: Path, out: Path | None = None) -> Report:
+    from ingest.warehouse_db import require_database
+
     out = (out or home / "report").resolve()
+    require_database(home)  # a mistyped warehouse is named before any folder is made for its report
     output_dir(out)
     con = connect_marts(home)
     images, skipped, sections = {}, [], []

@@ -228,3 +228,13 @@ def test_readme_setup_says_how_long_and_that_the_tests_are_optional() -> None:
     assert "optional" in between and "19 min" in between, between
     assert ". .venv/bin/activate && python -m pytest\n" in rest  # the command CI reads stays as it was
     assert "lmaudit demo" in first
+
+
+def test_build_report_called_with_a_mistyped_warehouse_makes_no_folder(tmp_path: Path) -> None:
+    """The report's Python entry (what the CLI calls) names the missing warehouse before making its folder."""
+    from ingest.report.build import build_report
+
+    typo = tmp_path / "wharehouse"
+    with pytest.raises(UserError, match="no warehouse at"):
+        build_report(typo)
+    assert not typo.exists()
