@@ -4,6 +4,8 @@ rates it compares, the mixture per domain with its coverage and every estimator'
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.table import Table
 from rich.text import Text
@@ -32,6 +34,15 @@ def _num(x: float) -> str:
     return f"{x:.2g}" if abs(x) < 1 else f"{x:.1f}".rstrip("0").rstrip(".")
 
 
+def _num_up(x: float) -> str:
+    """An upper bound as `_num` prints it, rounded up at the last digit shown, so that the printed figure still
+    bounds it (3/9 of 100 is "34", not "33")."""
+    if x <= 0:
+        return _num(x)
+    decimals = 0 if x >= 10 else 1 if x >= 1 else 1 - math.floor(math.log10(x))
+    return _num(math.ceil(round(x * 10 ** decimals, 9)) / 10 ** decimals)  # round: 0.3 * 100 is 30.000000000000004
+
+
 def _cell(iv: Interval | None, scale: float) -> Text:
     if iv is None:
         return Text("-")
@@ -39,7 +50,7 @@ def _cell(iv: Interval | None, scale: float) -> Text:
         return Text(iv.reason or "NULL", style="dim")
     head = _num(scale * iv.value)
     if iv.upper_rule_of_three is not None:  # no event: the bootstrap's [0, 0] says nothing about how few
-        return Text(f"{head}\n[0, ≤{_num(scale * iv.upper_rule_of_three)}]")
+        return Text(f"{head}\n[0, ≤{_num_up(scale * iv.upper_rule_of_three)}]")
     if iv.low is None or iv.high is None:
         return Text(head)
     return Text(f"{head}\n[{_num(scale * iv.low)}, {_num(scale * iv.high)}]")
@@ -93,7 +104,7 @@ def print_propensity(rows: list[PropensityHeadline]) -> None:
         scale, unit = (100.0, "%") if r.metric in PERCENT else (1.0, "")
         rate = (lambda v: "-" if v is None else _num(scale * v) + unit)
         if r.pm_upper_rule_of_three is not None:  # no event in this setting: [0, 0], and what n still allows
-            interval = f"[0, ≤{r.pm_upper_rule_of_three:.2f}]"
+            interval = f"[0, ≤{math.ceil(round(100 * r.pm_upper_rule_of_three, 9)) / 100:.2f}]"  # rounded up
         else:
             interval = "-" if r.low is None else f"[{r.low:.2f}, {r.high:.2f}]"
         pm = "-" if r.pm is None else f"{r.pm:.2f}"

@@ -134,3 +134,16 @@ def test_traced_span_domains_read_0_where_no_span_reached_them(con, monkeypatch)
     rows = {line.split()[0]: line.split()[-1] for line in out.export_text().splitlines()
             if line.startswith(("code ", "docs "))}
     assert rows == {"code": "100.0", "docs": "0.0"}
+
+
+def test_printed_upper_bounds_are_rounded_up() -> None:
+    """A printed "≤x" still bounds the value: rounded up at the last digit shown (3/9 of 100 reads 34)."""
+    import random
+
+    from ingest.cli.headline_tables import _num, _num_up
+
+    assert _num_up(100 * 3 / 9) == "34" and _num(100 * 3 / 9) == "33"
+    assert _num_up(0.3) == "0.3" and _num_up(100 * 3 / 40) == "7.5"  # exact values stay as they are
+    rng = random.Random(0)
+    for x in [rng.uniform(0, 1) * 10 ** rng.randint(-3, 2) for _ in range(2000)]:
+        assert float(_num_up(x)) >= x and len(_num_up(x)) <= len(_num(x)) + 1, x
