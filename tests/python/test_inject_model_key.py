@@ -19,6 +19,7 @@ from ingest.lake import Lake
 from ingest.mixture.inject import make_plan, run_inject
 from ingest.mixture.sweep import TABLE
 from ingest.sandbox.corpus import Document
+from tests.python.test_model_key_leftovers import stand_in_sampling
 
 DOMAINS = ("code", "boilerplate", "documentation", "headers")  # the tiny sandbox's
 STUDY = "inject-headers-1200steps"
@@ -27,10 +28,7 @@ STUDY = "inject-headers-1200steps"
 def _stand_ins(home: Path, monkeypatch) -> list[str]:
     """Stand-ins for training (an empty model folder per mixture), held-out documents (30 words of a domain's
     own vocabulary each) and sampling (12 samples imported as the run); returns the models sampling loaded."""
-    import ingest.generate.backends as backends
-    import ingest.generate.runner as runner
     from ingest.corpora import corpus_id_for
-    from ingest.importers.generations import import_generations
 
     vocab = {d: [f"{d[:3]}{i}x" for i in range(40)] for d in DOMAINS}
     rng = random.Random(0)
@@ -48,19 +46,9 @@ def _stand_ins(home: Path, monkeypatch) -> list[str]:
         (root / "model").mkdir(parents=True, exist_ok=True)
         return SimpleNamespace(model_dir=root / "model", size=size, corpus_jsonl=root / "corpus.jsonl"), "c"
 
-    loaded: list[str] = []
-
-    def sample(lake, backend, spec, units, progress=True):
-        loaded.append(spec.model)
-        if not any(r["run_id"] == spec.run_id for r in lake.read("runs").to_pylist()):
-            import_generations(lake, gen, run_id=spec.run_id, model=spec.model, setting="unconditional",
-                               purpose="mixture")
-
+    loaded = stand_in_sampling(monkeypatch, gen)
     monkeypatch.setattr("ingest.sandbox.register.build_and_register", build)
     monkeypatch.setattr("ingest.sandbox.reference.held_out_documents", lambda *a, **k: docs)
-    monkeypatch.setattr(backends, "get_backend", lambda name, model, **kw: None)
-    monkeypatch.setattr(runner, "run_generation", sample)
-    monkeypatch.setattr("ingest.generate.plan.prompt_units", lambda *a, **k: [])
     lake = Lake(home)
     lake.init()
     lake.write("prompts", "p", [{"prompt_id": "x", "corpus_id": corpus_id_for("c"), "setting": "unconditional"}])

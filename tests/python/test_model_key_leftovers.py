@@ -115,6 +115,27 @@ def test_scores_record_a_model_inside_the_warehouse_relative_and_take_over_rows_
 
 # ------------------------------------------------------------------------------------------------ 2. sweep --model
 
+def stand_in_sampling(monkeypatch, gen: Path) -> list[str]:
+    """Sampling as a stand-in for `run_generation`: a run not in the lake yet gets the samples of the JSONL file
+    `gen` as its generations; returns the models it was asked to load (appended to as it is called)."""
+    import ingest.generate.backends as backends
+    import ingest.generate.runner as runner
+    from ingest.importers.generations import import_generations
+
+    loaded: list[str] = []
+
+    def sample(lake, backend, spec, units, progress=True):
+        loaded.append(spec.model)
+        if not any(r["run_id"] == spec.run_id for r in lake.read("runs").to_pylist()):
+            import_generations(lake, gen, run_id=spec.run_id, model=spec.model, setting="unconditional",
+                               purpose="mixture")
+
+    monkeypatch.setattr(backends, "get_backend", lambda name, model, **kw: None)
+    monkeypatch.setattr(runner, "run_generation", sample)
+    monkeypatch.setattr("ingest.generate.plan.prompt_units", lambda *a, **k: [])
+    return loaded
+
+
 def _sweep_warehouse(home: Path, monkeypatch) -> tuple[Callable[[Path], str], list[str]]:
     """A warehouse with reference documents, a prompt set of corpus `c` and an empty model folder
     `sandbox/toy-seed0/model`; sampling is a stand-in for `run_generation` that writes 12 samples. Returns the
@@ -122,11 +143,8 @@ def _sweep_warehouse(home: Path, monkeypatch) -> tuple[Callable[[Path], str], li
     and the models the stand-in was asked to load."""
     from typer.testing import CliRunner
 
-    import ingest.generate.backends as backends
-    import ingest.generate.runner as runner
     from ingest.cli.main import app
     from ingest.corpora import corpus_id_for
-    from ingest.importers.generations import import_generations
     from ingest.references import import_references
 
     vocab = {d: [f"{d[:2]}{i}x" for i in range(40)] for d in ("alpha", "beta", "gamma")}
@@ -139,17 +157,7 @@ def _sweep_warehouse(home: Path, monkeypatch) -> tuple[Callable[[Path], str], li
     home.mkdir(parents=True)
     gen.write_text("".join(json.dumps({"prompt": "", "sample_idx": k, "text": text(d)}) + "\n"
                            for k, d in enumerate(["alpha", "beta", "gamma"] * 4)))
-    loaded: list[str] = []
-
-    def sample(lake, backend, spec, units, progress=True):
-        loaded.append(spec.model)
-        if not any(r["run_id"] == spec.run_id for r in lake.read("runs").to_pylist()):
-            import_generations(lake, gen, run_id=spec.run_id, model=spec.model, setting="unconditional",
-                               purpose="mixture")
-
-    monkeypatch.setattr(backends, "get_backend", lambda name, model, **kw: None)
-    monkeypatch.setattr(runner, "run_generation", sample)
-    monkeypatch.setattr("ingest.generate.plan.prompt_units", lambda *a, **k: [])
+    loaded = stand_in_sampling(monkeypatch, gen)
     (home / "sandbox" / "toy-seed0" / "model").mkdir(parents=True)
     lake = Lake(home)
     lake.init()
