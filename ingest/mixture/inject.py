@@ -22,8 +22,8 @@ from typing import Callable
 from ingest.errors import UserError
 from ingest.lake import Lake, make_key
 from ingest.mixture.sweep import (NEUTRAL, GridPoint, PointConfig, Sampler, TrainedClassifier, documented_truth,
-                                  former_spellings, load_references, point_config, point_done, point_partition,
-                                  point_rows, take_over_spellings, train_point_classifier, TABLE)
+                                  drop_spellings, former_spellings, load_references, point_config, point_done,
+                                  point_partition, point_rows, take_over_spellings, train_point_classifier, TABLE)
 
 DEFAULT_SHARES = (0.0, 0.05, 0.10, 0.20)  # the paper's 5, 10, 20 % and a control without the domain (CLI help)
 # Training steps per model: the tiny mixture models imitate their data well enough for mixture recovery at
@@ -207,6 +207,7 @@ def run_inject(lake: Lake, home: Path, plan: InjectPlan, *, study: str | None = 
                           documented=documented, truth_source=truth_source, run_id=run_id,
                           target_domain=plan.domain, params=params, seconds=time.perf_counter() - t, vars_=vars_)
         lake.write(TABLE, part, rows, meta={"config": config, "study": study, "axis": "inject", "value": point.value})
+        drop_spellings(lake, study, former, point)
         timings[f"generate+estimate {s:g}"] = time.perf_counter() - t
         computed.append(s)
     return InjectResult(models, computed, skipped, time.perf_counter() - t_all, timings)

@@ -452,18 +452,25 @@ def take_over_point(lake: Lake, study: str, model: str, formerly: str, point: Gr
     `mixture inject` keyed a folder inside the warehouse before they recorded it relative), re-recorded under
     `model` when it was computed with these settings (`old_params`: `params` as that spelling wrote them; only
     the model's name in the rows, their ids and params change: the point is done), else removed: a rerun
-    replaces a point, and two spellings of one model would be two models in fct_mixture_sweeps."""
+    replaces a point, and two spellings of one model would be two models in fct_mixture_sweeps (a partly
+    written one at once, one done with other settings once the point is written under `model`:
+    `drop_spellings`)."""
     old = point_partition(study, formerly, point)
-    if lake.record(TABLE, old) is None:
+    if lake.record(TABLE, old) is None and not lake.partition_path(TABLE, old).exists():
+        return
+    if not point_done(lake, old, point_config(old_params)):
+        # partly written (killed before its record: its rows are visible all the same): removed now; done with
+        # other settings: kept until the point is written under `model` (`drop_spellings`), so an interrupted
+        # rerun still finds the old place's spelling, and the samples drawn under it (review of ceaef9c)
+        if not lake.is_done(TABLE, old):
+            lake.delete(TABLE, old)
         return
     rows = [{**r, "model": model, "params": json.dumps(params, sort_keys=True, default=str),
              "sweep_row_id": sweep_row_id(study, model, point, r["estimator"], r["domain"])}
-            for r in lake.read(TABLE, old).to_pylist()] if point_done(lake, old, point_config(old_params)) else []
+            for r in lake.read(TABLE, old).to_pylist()]
     with lake.transaction():
-        if rows:
-            lake.write(TABLE, point_partition(study, model, point), rows,
-                       meta={"config": point_config(params), "study": study, "axis": point.axis,
-                             "value": point.value})
+        lake.write(TABLE, point_partition(study, model, point), rows,
+                   meta={"config": point_config(params), "study": study, "axis": point.axis, "value": point.value})
         lake.delete(TABLE, old)
 
 
@@ -473,11 +480,20 @@ def take_over_spellings(lake: Lake, study: str, model: str, former: Sequence[str
     others are second copies and removed; else the first done one is re-recorded under `model`."""
     part, config = point_partition(study, model, point), point_config(params)
     for spelling in former:
-        if point_done(lake, part, config):
-            if lake.record(TABLE, point_partition(study, spelling, point)) is not None:
-                lake.delete(TABLE, point_partition(study, spelling, point))
-        else:
+        if not point_done(lake, part, config):
             take_over_point(lake, study, model, spelling, point, params, old_params(spelling))
+    if point_done(lake, part, config):
+        drop_spellings(lake, study, former, point)
+
+
+def drop_spellings(lake: Lake, study: str, former: Sequence[str], point: GridPoint) -> None:
+    """Remove the point's copies under `former` spellings, done or partly written (a Parquet file without its
+    record is read by the marts all the same): once the point is written under the model's key they are second
+    copies."""
+    for spelling in former:
+        old = point_partition(study, spelling, point)
+        if lake.record(TABLE, old) is not None or lake.partition_path(TABLE, old).exists():
+            lake.delete(TABLE, old)
 
 
 def former_spellings(lake: Lake, study: str, model: str) -> set[str]:
@@ -491,9 +507,12 @@ def former_spellings(lake: Lake, study: str, model: str) -> set[str]:
 
     ours, prefix, out = model_key(lake.home, model), str(Path(lake.home).resolve()) + "/", set()
     for part in lake.partitions(TABLE):
-        if (lake.record(TABLE, part) or {}).get("study") != study:
+        rec = lake.record(TABLE, part)
+        if rec is not None and rec.get("study") != study:
             continue
-        first = lake.read(TABLE, part).select(["model"]).slice(0, 1).to_pylist()
+        first = lake.read(TABLE, part).select(["study", "model"]).slice(0, 1).to_pylist()
+        if rec is None and (not first or first[0]["study"] != study):  # partly written: no record, its rows say
+            continue
         m = first[0]["model"] if first else None
         if m and m != model and model_key(lake.home, m) == ours and \
                 (not os.path.isabs(m) or m.startswith(prefix) or not os.path.lexists(m)):
@@ -725,6 +744,7 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
                               run_id=run_id, params=params, seconds=time.perf_counter() - t0, vars_=vars_)
             lake.write(TABLE, part, rows, meta={"config": config, "study": spec.study, "axis": p.axis,
                                                 "value": p.value})
+            drop_spellings(lake, spec.study, former, p)
             computed.append(p)
             bar.advance(task)
             if on_point:
