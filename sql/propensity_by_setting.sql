@@ -24,6 +24,13 @@ final as (
         round(propensity.f_c, 3) as f_c,
         round(propensity.pm, 3) as pm,
         case
+            -- no event in the setting: the bootstrap's [0, 0], and the PM its rule-of-three bound still allows
+            -- (rounded up), which `differs` reads
+            when propensity.ci_low is not null and propensity.pm_upper_rule_of_three is not null
+                then printf(
+                    '[0, 0]; PM at most %.3f (rule of three)',
+                    ceil(round(propensity.pm_upper_rule_of_three * 1000, 9)) / 1000
+                )
             when propensity.ci_low is not null then printf('[%.3f, %.3f]', propensity.ci_low, propensity.ci_high)
             else propensity.null_reason
         end as ci_95_or_reason,
