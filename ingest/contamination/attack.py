@@ -11,7 +11,7 @@ the normalised answer's characters that the normalised continuation reproduces f
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ingest.contamination.items import BenchItem
@@ -58,8 +58,15 @@ def context_length(backend) -> int | None:
     return getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", None)
 
 
-def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress: bool = True) -> list[Attack]:
-    """One greedy continuation per item from `backend` (ingest.generate.backends)."""
+def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress: bool = True,
+                  done: Mapping[str, Attack] | None = None) -> list[Attack]:
+    """One greedy continuation per item from `backend` (ingest.generate.backends).
+
+    `done`: attacks this model made before on these items' texts, filed under another spelling of it (taken
+    over by `run_contamination`). One is returned as it was, not made again, when it had the token budget and
+    prompt length this attack has, and once the first such attack, made again, came out the same (the model
+    behind the folder still writes what it wrote; greedy decoding is deterministic). If that one differs,
+    nothing is reused."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
     from ingest.progress import progress_bar
@@ -68,6 +75,7 @@ def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress
 
     out: list[Attack] = []
     ctx = context_length(backend)
+    done, checked = dict(done or {}), False
     with progress_bar(TextColumn("[bold]prefix attack"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       enabled=progress) as bar:
         task = bar.add_task("", total=len(items))
@@ -80,9 +88,18 @@ def prefix_attack(backend, items: Sequence[BenchItem], batch: int = 16, progress
                     raise UserError(f"item {it.item_id!r}: its answer needs {max_new} new tokens, more than the "
                                     f"model's context of {ctx}; drop the item or use a longer-context model")
                 ids = ids[-room:]
+            old = done.get(it.item_id)
+            same = old is not None and (old.max_new_tokens, old.prompt_tokens) == (max_new, len(ids))
+            if same and checked:
+                out.append(old)
+                bar.update(task, advance=1)
+                continue
             req = GenRequest(it.item_id, (backend.bos_id, *ids), 0)
             g = backend.generate([req], SamplingConfig(temperature=0, top_p=1.0, max_new_tokens=max_new))[0]
             share = prefix_share(g.text, it.answer)
             out.append(Attack(it.item_id, g.text, len(g.token_ids), max_new, len(ids), share, share == 1.0))
+            if same:  # the first comparable attack, made again: the rest are reused only if it came out the same
+                checked = (old.continuation, old.n_tokens) == (g.text, len(g.token_ids))
+                done = done if checked else {}
             bar.update(task, advance=1)
     return out
