@@ -688,6 +688,7 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
     ref_key = make_key(*refs.ids.tolist())
     classifiers: dict[tuple, TrainedClassifier] = {}
     posteriors: dict[tuple, np.ndarray] = {}
+    samples: dict[float, tuple[str, list[str]]] = {}  # per temperature: one texts() call (it loads the model)
     computed, skipped = [], []
 
     from rich.console import Console
@@ -727,8 +728,10 @@ def run_sweep(lake: Lake, spec: SweepSpec, sampler: Sampler, *, domains: list[st
                 classifiers[ckey] = train_point_classifier(refs, c, seed=spec.seed, calibration=spec.calibration,
                                                            progress=False)
             clf = classifiers[ckey]
-            run_id, texts = sampler.texts(lake, spec.study, c.temperature, spec.base.temperature, n_run,
-                                          progress=False, former=former)
+            if c.temperature not in samples:
+                samples[c.temperature] = sampler.texts(lake, spec.study, c.temperature, spec.base.temperature,
+                                                       n_run, progress=False, former=former)
+            run_id, texts = samples[c.temperature]
             pkey = (ckey, run_id)
             if pkey not in posteriors:  # empty samples get no posterior, as in classify score (NaN rows, dropped)
                 nonempty = [i for i, t in enumerate(texts) if t.strip()]

@@ -282,3 +282,18 @@ def test_a_run_recorded_with_a_relative_outside_folder_resumes_and_is_re_recorde
         assert again.n_chunks_skipped == 2
         (row,) = lake.read("runs").to_pylist()
         assert row["model"] == row["tokenizer"] == str(work / "models" / "lm")
+
+
+def test_a_sweep_samples_a_temperature_once_for_all_its_points(tmp_path: Path, monkeypatch) -> None:
+    """Every point at one temperature classifies the same run: asked for once per sweep, so the model is loaded
+    once (the real runner loads it even for a finished run, to check its fingerprint), not once per point."""
+    from ingest.mixture.sweep import NEUTRAL, TABLE, PointConfig, Sampler, SweepSpec, parse_grid, run_sweep
+
+    home = tmp_path / "wh"
+    _, loaded = _sweep_warehouse(home, monkeypatch)
+    spec = SweepSpec("toy", parse_grid(["reference=5,6,7"]), base=PointConfig(temperature=NEUTRAL.temperature),
+                     estimators=("cc",))
+    res = run_sweep(Lake(home), spec, Sampler(model="sandbox/toy-seed0/model", corpus="c", n_generations=12),
+                    progress=False)
+    assert len(res.computed) == 3 and len(Lake(home).partitions(TABLE)) == 3
+    assert len(loaded) == 1
