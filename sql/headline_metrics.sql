@@ -21,7 +21,7 @@ final as (
         unit,
         case
             when upper_rule_of_three is not null
-                then printf('[0, 0]; at most %.4f (3/n)', upper_rule_of_three)
+                then printf('[0, 0]; at most %.4f (3/n)', ceil(round(upper_rule_of_three * 10000, 9)) / 10000)
             when ci_low is not null then printf('[%.4f, %.4f]', ci_low, ci_high)
             else null_reason
         end as ci_95_or_reason,

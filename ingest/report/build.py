@@ -14,14 +14,16 @@ from ingest.report.figures import FIGURES
 
 HEADLINE_SQL = """
 select run_id, model_name, setting, metric, unit, round(value, 4) as value, round(ci_low, 4) as ci_low,
-       round(ci_high, 4) as ci_high, round(upper_rule_of_three, 4) as upper_rule_of_three,
+       round(ci_high, 4) as ci_high,
+       ceil(round(upper_rule_of_three * 10000, 9)) / 10000 as upper_rule_of_three,  -- a bound: rounded up
        n_units, n_units_resampled, unit_kind, n_excluded, null_reason
 from fct_setting_metrics where metric in ('fmr', 'fmr20', 'fmr_nonblank', 'als', 'nvr', 'r50')
 order by model_name, setting, run_id, metric
 """
 PROPENSITY_SQL = """
 select propensity_run_id, propensity_setting, model, metric, round(f_p, 4) as f_p, round(f_c, 4) as f_c, round(pm, 3) as pm,
-       round(ci_low, 3) as ci_low, round(ci_high, 3) as ci_high, round(pm_upper_rule_of_three, 3) as pm_upper_rule_of_three,
+       round(ci_low, 3) as ci_low, round(ci_high, 3) as ci_high,
+       ceil(round(pm_upper_rule_of_three * 1000, 9)) / 1000 as pm_upper_rule_of_three,
        null_reason
 from fct_propensity where metric in ('fmr', 'nvr', 'r50') order by model, propensity_setting, propensity_run_id, metric
 """
