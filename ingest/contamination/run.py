@@ -113,17 +113,22 @@ def run_contamination(lake: Lake, file: str | Path, index_dirs: tuple[str, ...],
 def former_attacks(lake: Lake, bench: str, recorded: str, own: str) -> list[str]:
     """The partitions of `bench`'s attacks filed under another spelling of the model recorded as `recorded`:
     one the marts read as the same model (`ingest.home.model_key`, as stg_contamination_attacks reads it), such
-    as the folder's absolute path that lmaudit recorded before 2026-12-07, also where the warehouse was moved or
-    copied from. Kept beside the rerun's, they would be two copies of one model's attacks. Oldest first."""
+    as the folder's absolute path that lmaudit recorded before 2026-12-07, also where the warehouse was moved
+    from (that place gone). Kept beside the rerun's, they would be two copies of one model's attacks. Oldest first.
+    Never a folder still there outside this warehouse (another warehouse's sandbox model of the same name:
+    another model), as `ingest.mixture.sweep.former_spellings` refuses it."""
+    import os
+
     from ingest.home import model_key
 
-    ours, found = model_key(lake.home, recorded), []
+    ours, prefix, found = model_key(lake.home, recorded), str(Path(lake.home).resolve()) + "/", []
     for part in lake.partitions(TABLE):
         if part == own:
             continue
         rows = lake.read(TABLE, part).select(["benchmark", "model", "created_at"]).to_pylist()
-        if rows and rows[0]["benchmark"] == bench and rows[0]["model"] is not None and \
-                model_key(lake.home, rows[0]["model"]) == ours:
+        m = rows[0]["model"] if rows else None
+        if rows and rows[0]["benchmark"] == bench and m is not None and model_key(lake.home, m) == ours and \
+                (not os.path.isabs(m) or m.startswith(prefix) or not os.path.lexists(m)):
             newest = max((r["created_at"] for r in rows if r["created_at"] is not None), default=None)
             found.append((newest or datetime.min.replace(tzinfo=timezone.utc), part))
     return [p for _, p in sorted(found)]
