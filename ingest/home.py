@@ -102,6 +102,17 @@ def model_key(home: Path, recorded: str) -> str:
     return m.group(1) if m else recorded
 
 
+def spelling_of(home: Path, model: str, recorded: str) -> bool:
+    """Whether rows that record `recorded` hold `model` (as recorded now) under a spelling a rerun takes over:
+    one the marts read as the same model (`model_key`) whose folder is this warehouse's or gone (the place the
+    warehouse was moved from), never a folder still there outside it (another warehouse's sandbox model of the
+    same name: another model, as generate's legacy fingerprint reads it)."""
+    if model_key(home, recorded) != model_key(home, model):
+        return False
+    inside = recorded.startswith(str(Path(home).resolve()) + "/")
+    return not os.path.isabs(recorded) or inside or not os.path.lexists(recorded)
+
+
 def model_location(home: Path, recorded: str) -> str:
     """What to load for a recorded model: a key relative to the warehouse (or a legacy absolute one that
     `model_key` reads so) as the folder in this warehouse when it is there, so a moved or copied warehouse

@@ -116,19 +116,16 @@ def former_attacks(lake: Lake, bench: str, recorded: str, own: str) -> list[str]
     as the folder's absolute path that lmaudit recorded before 2026-12-07, also where the warehouse was moved
     from (that place gone). Kept beside the rerun's, they would be two copies of one model's attacks. Oldest first.
     Never a folder still there outside this warehouse (another warehouse's sandbox model of the same name:
-    another model), as `ingest.mixture.sweep.former_spellings` refuses it."""
-    import os
+    another model: `ingest.home.spelling_of`)."""
+    from ingest.home import spelling_of
 
-    from ingest.home import model_key
-
-    ours, prefix, found = model_key(lake.home, recorded), str(Path(lake.home).resolve()) + "/", []
+    found = []
     for part in lake.partitions(TABLE):
         if part == own:
             continue
         rows = lake.read(TABLE, part).select(["benchmark", "model", "created_at"]).to_pylist()
         m = rows[0]["model"] if rows else None
-        if rows and rows[0]["benchmark"] == bench and m is not None and model_key(lake.home, m) == ours and \
-                (not os.path.isabs(m) or m.startswith(prefix) or not os.path.lexists(m)):
+        if rows and rows[0]["benchmark"] == bench and m is not None and spelling_of(lake.home, recorded, m):
             newest = max((r["created_at"] for r in rows if r["created_at"] is not None), default=None)
             found.append((newest or datetime.min.replace(tzinfo=timezone.utc), part))
     return [p for _, p in sorted(found)]

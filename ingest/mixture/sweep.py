@@ -500,12 +500,10 @@ def former_spellings(lake: Lake, study: str, model: str) -> set[str]:
     """Other spellings `study`'s points of `model` were keyed by (`take_over_point`): a recorded model read as
     the same (`ingest.home.model_key`) whose folder is this warehouse's or gone (the place the warehouse was
     moved from), never one still there elsewhere (another warehouse's sandbox model of the same name: another
-    model, as generate's legacy fingerprint reads it)."""
-    import os
+    model, as generate's legacy fingerprint reads it: `ingest.home.spelling_of`)."""
+    from ingest.home import spelling_of
 
-    from ingest.home import model_key
-
-    ours, prefix, out = model_key(lake.home, model), str(Path(lake.home).resolve()) + "/", set()
+    out = set()
     for part in lake.partitions(TABLE):
         rec = lake.record(TABLE, part)
         if rec is not None and rec.get("study") != study:
@@ -514,8 +512,7 @@ def former_spellings(lake: Lake, study: str, model: str) -> set[str]:
         if rec is None and (not first or first[0]["study"] != study):  # partly written: no record, its rows say
             continue
         m = first[0]["model"] if first else None
-        if m and m != model and model_key(lake.home, m) == ours and \
-                (not os.path.isabs(m) or m.startswith(prefix) or not os.path.lexists(m)):
+        if m and m != model and spelling_of(lake.home, model, m):
             out.add(m)
     return out
 
