@@ -72,6 +72,14 @@ def _as_written_before(monkeypatch) -> None:
                         if Path(model).is_dir() else model)
 
 
+def _moved(old: Path, tmp_path: Path) -> Path:
+    """`mv` of the warehouse `old` to tmp_path/b/wh: its new place."""
+    new = tmp_path / "b" / "wh"
+    new.parent.mkdir()
+    shutil.move(str(old), str(new))
+    return new
+
+
 def _home(root: Path) -> Path:
     root.mkdir(parents=True)
     Lake(root).init()
@@ -104,9 +112,7 @@ def test_after_a_move_the_same_command_keeps_one_copy_under_the_same_key(mini_st
     old = _home(tmp_path / "a" / "wh")
     _attack(old, old / "sandbox" / "toy-seed0" / "model", mini_stack)
     before = _rows(old)
-    new = tmp_path / "b" / "wh"
-    new.parent.mkdir()
-    shutil.move(str(old), str(new))
+    new = _moved(old, tmp_path)
     _attack(new, new / "sandbox" / "toy-seed0" / "model", mini_stack)
     after = _rows(new)
     assert len(Lake(new).partitions(TABLE)) == 1 and len(after) == len(ITEMS)
@@ -125,9 +131,7 @@ def test_attacks_keyed_by_the_old_absolute_folder_are_taken_over_not_made_again(
         _attack(old, old / "sandbox" / "toy-seed0" / "model", mini_stack)
     before = _rows(old)
     assert {r["model"] for r in before} == {str(old / "sandbox" / "toy-seed0" / "model")}  # as written then
-    new = tmp_path / "b" / "wh"
-    new.parent.mkdir()
-    shutil.move(str(old), str(new))
+    new = _moved(old, tmp_path)
     be = _Backend()
     s = _attack(new, new / "sandbox" / "toy-seed0" / "model", mini_stack, backend=be)
     assert (s.n_attacked, s.n_reproduced) == (4, 1)
@@ -187,9 +191,7 @@ def test_staging_reads_an_old_absolute_sandbox_spelling_and_the_key_as_one_model
     with monkeypatch.context() as m:
         _as_written_before(m)
         _attack(old, old / "sandbox" / "toy-seed0" / "model", mini_stack)
-    new = tmp_path / "b" / "wh"
-    new.parent.mkdir()
-    shutil.move(str(old), str(new))
+    new = _moved(old, tmp_path)
     lake = Lake(new)
     (part,) = lake.partitions(TABLE)
     moved = str(new / "sandbox" / "toy-seed0" / "model")

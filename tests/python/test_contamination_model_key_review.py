@@ -10,7 +10,6 @@ generation backend is a stand-in that counts what it is asked to generate.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 from ingest.generate.backends import GenOutput
 from ingest.lake import Lake
+from tests.python.test_contamination_model_key import _as_written_before, _home, _moved
 
 TABLE = "contamination_attacks"
 ITEMS = [{"id": "echo", "input": "The cat sat on the", "answer": "mat."},
@@ -50,14 +50,6 @@ class _Backend:
                           "length") for r in requests]
 
 
-def _home(root: Path) -> Path:
-    root.mkdir(parents=True)
-    Lake(root).init()
-    (root / "sandbox" / "toy-seed0" / "model").mkdir(parents=True)
-    (root / "models" / "lm").mkdir(parents=True)
-    return root
-
-
 def _attack(home: Path, model, stack, backend=None, items=ITEMS, name: str = "mybench"):
     from ingest.contamination.run import run_contamination
 
@@ -71,12 +63,6 @@ def _attack(home: Path, model, stack, backend=None, items=ITEMS, name: str = "my
 
 def _rows(home: Path, part: str | None = None) -> list[dict]:
     return sorted(Lake(home).read(TABLE, part).to_pylist(), key=lambda r: (r["benchmark"], r["item_id"]))
-
-
-def _as_written_before(monkeypatch) -> None:
-    """contamination as it ran before 2026-12-07: a model folder recorded by its absolute path."""
-    monkeypatch.setattr("ingest.home.stored_model", lambda home, model: str(Path(model).resolve())
-                        if Path(model).is_dir() else model)
 
 
 def _lake_files(home: Path) -> dict[str, bytes]:
@@ -242,9 +228,7 @@ def test_a_sandbox_model_moved_from_a_place_now_gone_is_still_taken_over(mini_st
     with monkeypatch.context() as m:
         _as_written_before(m)
         _attack(old, old / "sandbox" / "toy-seed0" / "model", mini_stack)
-    new = tmp_path / "b" / "wh"
-    new.parent.mkdir()
-    shutil.move(str(old), str(new))
+    new = _moved(old, tmp_path)
     here = str(new / "sandbox" / "toy-seed0" / "model") + "/"  # as given with a slash, under this warehouse
     lake = Lake(new)
     lake.write(TABLE, "bench--mybench--model--here", [

@@ -72,6 +72,17 @@ def _as_written_before(monkeypatch) -> None:
     monkeypatch.setattr("ingest.home.stored_model", lambda home, model: str(Path(model).resolve()))
 
 
+def injected_as_before(home: Path, monkeypatch) -> list[str]:
+    """A warehouse `home` with the stand-ins, injected once as lmaudit did before 2026-12-07 (points keyed by
+    the absolute folder); returns the models sampling loaded."""
+    home.mkdir(parents=True)
+    loaded = _stand_ins(home, monkeypatch)
+    with monkeypatch.context() as m:
+        _as_written_before(m)
+        _inject(home)
+    return loaded
+
+
 def test_inject_keys_points_by_the_model_as_runs_record_it_and_resumes_after_a_move(
         tmp_path: Path, monkeypatch) -> None:
     old = tmp_path / "a" / "wh"
@@ -97,11 +108,7 @@ def test_inject_keys_points_by_the_model_as_runs_record_it_and_resumes_after_a_m
 
 def test_points_keyed_by_the_absolute_folder_are_taken_over_not_redone(tmp_path: Path, monkeypatch) -> None:
     home = tmp_path / "wh"
-    home.mkdir()
-    loaded = _stand_ins(home, monkeypatch)
-    with monkeypatch.context() as m:
-        _as_written_before(m)
-        _inject(home)
+    loaded = injected_as_before(home, monkeypatch)
     before = _rows(home)
     assert all(Path(r["model"]).is_absolute() for r in before)  # as the command wrote them then
     n_loads = len(loaded)
@@ -118,11 +125,7 @@ def test_points_keyed_by_the_absolute_folder_are_taken_over_not_redone(tmp_path:
 def test_an_old_point_of_other_settings_is_replaced_once_and_its_samples_reused(tmp_path: Path,
                                                                                  monkeypatch) -> None:
     home = tmp_path / "wh"
-    home.mkdir()
-    _stand_ins(home, monkeypatch)
-    with monkeypatch.context() as m:
-        _as_written_before(m)
-        _inject(home)
+    injected_as_before(home, monkeypatch)
     runs = {r["run_id"] for r in Lake(home).read("runs").to_pylist()}
     res = _inject(home, estimators=("cc", "acc"))  # other settings: the points are computed again
     assert res.computed == [0.0, 0.1]

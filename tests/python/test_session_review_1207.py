@@ -16,7 +16,7 @@ import pytest
 
 from ingest.lake import Lake
 from ingest.mixture.sweep import TABLE
-from tests.python.test_inject_model_key import DOMAINS, _as_written_before, _inject, _rows, _stand_ins
+from tests.python.test_inject_model_key import DOMAINS, _inject, _rows, injected_as_before
 from tests.python.test_headline_review import con, headline, propensity, render  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,11 +46,7 @@ def test_inject_replaces_a_partly_written_point_of_the_absolute_spelling(tmp_pat
     take_over_point skips the old partition because it has no record: its rows stay visible beside the new
     ones, the absolute folder among the models of fct_mixture_sweeps."""
     home = tmp_path / "wh"
-    home.mkdir()
-    _stand_ins(home, monkeypatch)
-    with monkeypatch.context() as m:
-        _as_written_before(m)
-        _inject(home)
+    injected_as_before(home, monkeypatch)
     _killed_before_its_record(home, "0.1")
     res = _inject(home)
     assert res.computed == [0.1] and res.skipped == [0.0]
@@ -63,11 +59,7 @@ def test_inject_after_a_move_replaces_a_partly_written_point_of_the_old_place(tm
     """The same after `mv` of the warehouse: the partly written point names the place the warehouse left. It has
     no record, so former_spellings (which reads the study from the record) does not see it either."""
     old = tmp_path / "a" / "wh"
-    old.mkdir(parents=True)
-    _stand_ins(old, monkeypatch)
-    with monkeypatch.context() as m:
-        _as_written_before(m)
-        _inject(old)
+    injected_as_before(old, monkeypatch)
     _killed_before_its_record(old, "0.1")
     new = tmp_path / "b" / "wh"
     new.parent.mkdir()
@@ -84,11 +76,7 @@ def test_an_interrupted_replacement_after_a_move_still_reuses_the_old_samples(tm
     found only through those points (former_spellings): interrupted once (Ctrl-C while estimating), the next
     run no longer knows the old runs, samples every share again and keeps two runs per model."""
     old = tmp_path / "a" / "wh"
-    old.mkdir(parents=True)
-    _stand_ins(old, monkeypatch)
-    with monkeypatch.context() as m:
-        _as_written_before(m)
-        _inject(old)
+    injected_as_before(old, monkeypatch)
     runs = {r["run_id"] for r in Lake(old).read("runs").to_pylist()}
     assert len(runs) == len(SHARES)
     new = tmp_path / "b" / "wh"
